@@ -1,0 +1,381 @@
+"""``MetaClaw``: the facade every integration calls, around the hot path.
+
+``before_call`` retrieves and renders skills from an in-memory snapshot; ``after_call``
+journals the trajectory and enqueues it. Neither waits on the store or the network, and any
+internal error is logged (rate-limited) and swallowed: the host's call goes on unmodified.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import time
+from collections import OrderedDict
+from pathlib import Path
+from typing import Any
+
+from metaclaw_core.capture import copy_messages, copy_output
+from metaclaw_core.config import Settings
+from metaclaw_core.embeddings import Embedder, SentenceTransformerEmbedder, Vector
+from metaclaw_core.errors import MetaClawError
+from metaclaw_core.faults import FaultLog
+from metaclaw_core.models import (
+    CallContext,
+    Generation,
+    Injection,
+    ModelOutput,
+    Reward,
+    Skill,
+    Trajectory,
+    new_id,
+    utcnow,
+)
+from metaclaw_core.plugins import make_plugin_manager
+from metaclaw_core.plugins.render import choose_within_budget
+from metaclaw_core.skills.index import SkillSnapshot
+from metaclaw_core.skills.library import SkillLibrary
+from metaclaw_core.store.db import Store
+from metaclaw_core.store.journal import CaptureJournal
+from metaclaw_core.store.trajectories import TrajectoryStore
+from metaclaw_core.store.writer import CaptureWriter
+
+log = logging.getLogger("metaclaw")
+
+MAX_PENDING_CALLS = 10_000
+FALLBACK_DIM = 384
+
+
+class MetaClaw:
+    """The engine: skills in before each LLM call, trajectories out after it.
+
+    Args:
+        settings: defaults to ``Settings()`` (``$METACLAW_HOME/config.toml`` + env).
+        plugins: extra plugin objects or modules implementing :mod:`metaclaw_core.hookspecs`.
+        capture: open the capture journal and writer (False for read-only tools).
+    """
+
+    def __init__(
+        self,
+        settings: Settings | None = None,
+        *,
+        plugins: list[Any] | tuple[Any, ...] = (),
+        capture: bool = True,
+    ) -> None:
+        self.settings = settings or Settings()
+        self.faults = FaultLog(log)
+        self.pm = make_plugin_manager(plugins, load_entrypoints=self.settings.load_entrypoints)
+        self.hook = self.pm.hook
+        self.embedder: Embedder = self.hook.metaclaw_make_embedder(settings=self.settings)
+        if self.settings.embedding.preload and isinstance(
+            self.embedder, SentenceTransformerEmbedder
+        ):
+            self.embedder.start_loading()
+        self.store = Store(self.settings)
+        self.library = SkillLibrary(
+            self.store, self.embedder, vetter=self._vet, listeners=[self._on_generation]
+        )
+        self.trajectories = TrajectoryStore(self.store, default_dim=self._vector_dim)
+        self._snapshot = SkillSnapshot(generation=0)
+        self._snapshot_loaded = threading.Event()
+        self._snapshot_lock = threading.Lock()
+        self._pending: OrderedDict[str, Injection] = OrderedDict()
+        self._pending_lock = threading.Lock()
+        self._closed = threading.Event()
+        self.last_call_at: float | None = None
+        self.writer: CaptureWriter | None = None
+        if capture:
+            try:
+                journal = CaptureJournal(
+                    self.settings.spool_dir,
+                    segment_bytes=self.settings.store.spool_segment_bytes,
+                    fsync=self.settings.store.fsync,
+                )
+                self.writer = CaptureWriter(
+                    journal,
+                    self.trajectories,
+                    self.settings.store,
+                    on_stored=self._on_stored,
+                    on_reward=self._on_reward,
+                    faults=self.faults,
+                )
+                self.writer.start()
+            except Exception as exc:
+                self.faults.record("capture journal (captures are disabled)", exc)
+        self._refresher = threading.Thread(
+            target=self._refresh_loop, name="metaclaw-skill-refresh", daemon=True
+        )
+        self._refresher.start()
+
+    # -- readiness -----------------------------------------------------------------------
+    def wait_ready(self, timeout: float = 120.0) -> bool:
+        """Block until the embedder and the first skill snapshot are loaded (not for hot paths)."""
+        deadline = time.monotonic() + timeout
+        ok = self.embedder.wait_ready(timeout)
+        ok = self._snapshot_loaded.wait(max(0.0, deadline - time.monotonic())) and ok
+        return ok
+
+    @property
+    def snapshot(self) -> SkillSnapshot:
+        """The skill index calls are served from right now."""
+        return self._snapshot
+
+    @property
+    def generation(self) -> int:
+        return self._snapshot.generation
+
+    # -- hot path ------------------------------------------------------------------------
+    def before_call(self, ctx: CallContext) -> Injection:
+        """Choose and render the skills for this call. Never raises; never waits on I/O."""
+        started = time.perf_counter()
+        snap = self._snapshot  # one reference: the whole call sees one generation
+        self.last_call_at = time.time()
+        try:
+            query = self.hook.metaclaw_extract_query(ctx=ctx, settings=self.settings) or ""
+            qvec = self._query_vector(query) if query and len(snap) else None
+            found = self.hook.metaclaw_retrieve(
+                query=query, query_vector=qvec, snapshot=snap, ctx=ctx, settings=self.settings
+            ) or []
+            chosen = choose_within_budget(found, self.settings.retrieval.token_budget)
+            text = (
+                self.hook.metaclaw_render_injection(skills=chosen, ctx=ctx, settings=self.settings)
+                or ""
+            )
+            injection = Injection(
+                call_id=ctx.call_id,
+                generation=snap.generation,
+                text=text,
+                skills=chosen,
+                query=query,
+                query_vector=qvec,
+                started_at=started,
+                degraded=None if qvec is not None or not query or not len(snap) else "embedder not ready",
+            )
+        except Exception as exc:
+            self.faults.record("before_call", exc)
+            injection = Injection(
+                call_id=ctx.call_id,
+                generation=snap.generation,
+                started_at=started,
+                degraded=f"{type(exc).__name__}: {exc}",
+            )
+        self._remember(injection)
+        return injection
+
+    def _query_vector(self, query: str) -> Vector | None:
+        emb = self.embedder
+        if not emb.ready:
+            cached = getattr(emb, "cached_query", None)
+            vec = cached(query) if cached is not None else None
+            if vec is not None:
+                return vec  # type: ignore[no-any-return]
+            wait = self.settings.retrieval.wait_for_model_s
+            if wait <= 0 or not emb.wait_ready(wait):
+                return None
+        return emb.embed_query(query)
+
+    def _remember(self, injection: Injection) -> None:
+        with self._pending_lock:
+            self._pending[injection.call_id] = injection
+            if len(self._pending) > MAX_PENDING_CALLS:
+                self._pending.popitem(last=False)
+
+    def after_call(
+        self,
+        ctx: CallContext,
+        output: ModelOutput | str | None,
+        *,
+        injection: Injection | None = None,
+        error: str | BaseException | None = None,
+        latency_ms: float | None = None,
+    ) -> str | None:
+        """Capture the call. Returns the trajectory id once it is durable (journaled), or None
+        if it was filtered out or capture failed. Never raises; never waits on the store."""
+        try:
+            with self._pending_lock:
+                pending = self._pending.pop(ctx.call_id, None)
+            inj = injection or pending
+            caps = self.settings.capture
+            messages, cut = copy_messages(ctx.messages, caps)
+            out, out_cut = copy_output(output, caps)
+            if out_cut:
+                cut["capped_output"] = 1
+            if latency_ms is None and inj is not None and inj.started_at:
+                latency_ms = (time.perf_counter() - inj.started_at) * 1000.0
+            err = None if error is None else (error if isinstance(error, str) else f"{type(error).__name__}: {error}")
+            traj = Trajectory.model_construct(
+                id=new_id(),
+                created_at=utcnow(),
+                session_id=ctx.session_id,
+                framework=ctx.framework,
+                model=ctx.model,
+                messages=messages,
+                output=out,
+                injected_skills=inj.skill_names if inj is not None else [],
+                generation=inj.generation if inj is not None else self._snapshot.generation,
+                query=inj.query if inj is not None else "",
+                latency_ms=latency_ms,
+                error=err,
+                outcome="error" if err else "unknown",
+                truncated=bool(cut),
+                rewards=[],
+                metadata={**ctx.metadata, **({"truncated": cut} if cut else {})},
+            )
+            verdicts = self.hook.metaclaw_prepare_trajectory(trajectory=traj, settings=self.settings)
+            if any(v is False for v in verdicts):
+                return None
+            if self.writer is None:
+                raise MetaClawError("capture is disabled (the spool could not be opened)")
+            self.writer.submit_trajectory(traj, inj.query_vector if inj is not None else None)
+            return traj.id
+        except Exception as exc:
+            self.faults.record("after_call", exc)
+            return None
+
+    def feedback(
+        self, trajectory_id: str, reward: float, *, source: str = "user", detail: str | None = None
+    ) -> Reward:
+        """Record a reward in [-1, 1] for a captured trajectory (durable when this returns)."""
+        r = Reward(trajectory_id=trajectory_id, value=reward, source=source, detail=detail)
+        if self.writer is None:
+            raise MetaClawError("metaclaw: capture is disabled, so feedback cannot be stored")
+        self.writer.submit_reward(r)
+        return r
+
+    # -- async twins ---------------------------------------------------------------------
+    async def abefore_call(self, ctx: CallContext) -> Injection:
+        """Like :meth:`before_call`; a query not in the cache is embedded on a worker thread
+        so the event loop is not held for the forward pass."""
+        try:
+            if len(self._snapshot) and self.embedder.ready:
+                query = self.hook.metaclaw_extract_query(ctx=ctx, settings=self.settings) or ""
+                cached = getattr(self.embedder, "cached_query", None)
+                if query and cached is not None and cached(query) is None:
+                    return await asyncio.to_thread(self.before_call, ctx)
+        except Exception as exc:
+            self.faults.record("before_call", exc)
+        return self.before_call(ctx)
+
+    async def aafter_call(
+        self,
+        ctx: CallContext,
+        output: ModelOutput | str | None,
+        *,
+        injection: Injection | None = None,
+        error: str | BaseException | None = None,
+        latency_ms: float | None = None,
+    ) -> str | None:
+        return self.after_call(ctx, output, injection=injection, error=error, latency_ms=latency_ms)
+
+    async def afeedback(
+        self, trajectory_id: str, reward: float, *, source: str = "user", detail: str | None = None
+    ) -> Reward:
+        return self.feedback(trajectory_id, reward, source=source, detail=detail)
+
+    async def aclose(self) -> None:
+        await asyncio.to_thread(self.close)
+
+    # -- skills --------------------------------------------------------------------------
+    def add_skills(self, skills: Skill | list[Skill], *, reason: str = "add") -> Generation:
+        """Add skills; the next call sees them (the snapshot is rebuilt before this returns)."""
+        return self.library.add(skills, reason=reason)
+
+    def import_skills(self, path: str | Path, *, replace: bool = False) -> Generation:
+        return self.library.import_dir(Path(path), replace=replace)
+
+    def _vet(self, skill: Skill, live: list[Skill]) -> list[str]:
+        reasons = self.hook.metaclaw_vet_skill(skill=skill, live=live, settings=self.settings)
+        return [r for r in reasons if r]
+
+    def _on_generation(self, generation: Generation, skills: list[Skill]) -> None:
+        self.refresh_snapshot()
+        try:
+            self.hook.metaclaw_generation_advanced(generation=generation, skills=skills)
+        except Exception as exc:
+            self.faults.record("generation observer", exc)
+
+    def refresh_snapshot(self) -> SkillSnapshot:
+        """Rebuild the index from the store and swap it in by reference (off the hot path)."""
+        with self._snapshot_lock:
+            snap = self.library.snapshot()
+            if snap.generation >= self._snapshot.generation or not self._snapshot_loaded.is_set():
+                self._snapshot = snap
+            self._snapshot_loaded.set()
+            return self._snapshot
+
+    def _refresh_loop(self) -> None:
+        interval = self.settings.store.refresh_interval_s
+        while not self._closed.is_set():
+            try:
+                if not self._snapshot_loaded.is_set():
+                    self.refresh_snapshot()
+                else:
+                    self.library.refresh()
+                    if self.library.current_generation() != self._snapshot.generation:
+                        self.refresh_snapshot()
+            except Exception as exc:
+                self.faults.record("skill refresh", exc)
+                self._snapshot_loaded.set()  # serve the empty library rather than wait forever
+            self._closed.wait(interval)
+
+    # -- observers -----------------------------------------------------------------------
+    def _on_stored(self, trajectories: list[Trajectory]) -> None:
+        self.hook.metaclaw_trajectories_stored(trajectories=trajectories)
+
+    def _on_reward(self, reward: Reward) -> None:
+        self.hook.metaclaw_reward_recorded(reward=reward)
+
+    def _vector_dim(self) -> int:
+        try:
+            return self.embedder.dimension()
+        except Exception:
+            return FALLBACK_DIM
+
+    # -- lifecycle -----------------------------------------------------------------------
+    def flush(self, timeout: float = 30.0) -> bool:
+        """Wait until every acknowledged capture is in the store (tests, CLI, shutdown)."""
+        return self.writer.flush(timeout) if self.writer is not None else True
+
+    def close(self, timeout: float = 30.0) -> None:
+        """Drain captures to the store and stop background threads. Idempotent."""
+        if self._closed.is_set():
+            return
+        self._closed.set()
+        if self.writer is not None:
+            self.writer.close(timeout)
+        self._refresher.join(timeout=5)
+
+    def __enter__(self) -> MetaClaw:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def status(self) -> dict[str, Any]:
+        """Paths, counts, generation, model, health: what `metaclaw status` prints."""
+        snap = self._snapshot
+        writer = self.writer
+        out: dict[str, Any] = {
+            "home": str(self.settings.home),
+            "store_uri": self.settings.store_uri,
+            "generation": snap.generation,
+            "live_skills": len(snap),
+            "embedding_model": getattr(self.embedder, "model_name", type(self.embedder).__name__),
+            "embedder_ready": self.embedder.ready,
+            "capture": {
+                "enabled": writer is not None,
+                "queue_depth": writer.queue_depth if writer else 0,
+                "spool_pending": writer.journal.pending if writer else 0,
+                "spool_bytes": writer.journal.size_bytes() if writer else 0,
+                "store_healthy": writer.healthy if writer else False,
+                **(dict(writer.stats) if writer else {}),
+            },
+            "faults": dict(self.faults.counts),
+            "last_error": self.faults.last_error,
+        }
+        try:
+            out["trajectories"] = self.trajectories.count()
+        except Exception as exc:
+            out["trajectories"] = None
+            out["store_error"] = str(exc)
+        return out

@@ -1,0 +1,117 @@
+"""The pluggy hook specifications: metaclaw-core's extension surface.
+
+Every default behaviour is a plugin in :mod:`metaclaw_core.plugins` implementing these hooks;
+replacing one is registering another implementation (``MetaClaw(plugins=[...])`` or the
+``metaclaw`` entry-point group). pluggy calls implementations newest-registered first, so a
+third-party plugin runs before the built-in one; for ``firstresult`` hooks its non-None answer
+wins. Hooks marked *hot path* run inside the host agent's LLM call: keep them fast, and know
+that an exception there is logged and the call proceeds without MetaClaw (fail open).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import pluggy
+
+if TYPE_CHECKING:
+    from metaclaw_core.config import Settings
+    from metaclaw_core.embeddings import Embedder, Vector
+    from metaclaw_core.models import (
+        CallContext,
+        Generation,
+        Reward,
+        ScoredSkill,
+        Skill,
+        Trajectory,
+    )
+    from metaclaw_core.skills.index import SkillSnapshot
+
+PROJECT = "metaclaw"
+hookspec = pluggy.HookspecMarker(PROJECT)
+hookimpl = pluggy.HookimplMarker(PROJECT)
+
+
+@hookspec(firstresult=True)
+def metaclaw_make_embedder(settings: Settings) -> Embedder | None:
+    """Build the embedder used for skills and queries (called once, at engine start).
+
+    Return an object satisfying :class:`metaclaw_core.embeddings.Embedder`; first non-None wins.
+    """
+
+
+@hookspec(firstresult=True)
+def metaclaw_extract_query(ctx: CallContext, settings: Settings) -> str | None:
+    """*Hot path.* Return the text that describes the task of this call, for retrieval.
+
+    It should drop envelopes (time stamps, runtime headers, tool dumps, blocks injected on
+    earlier turns). Return "" when the call has no task to retrieve for; first non-None wins.
+    """
+
+
+@hookspec(firstresult=True)
+def metaclaw_retrieve(
+    query: str,
+    query_vector: Vector | None,
+    snapshot: SkillSnapshot,
+    ctx: CallContext,
+    settings: Settings,
+) -> list[ScoredSkill] | None:
+    """*Hot path.* Choose the skills to inject, best first, from ``snapshot``.
+
+    ``query_vector`` is the unit-length embedding of ``query`` (None if the embedder is not
+    ready). ``snapshot`` is one immutable generation of the live library. First non-None wins.
+    """
+
+
+@hookspec(firstresult=True)
+def metaclaw_render_injection(
+    skills: list[ScoredSkill], ctx: CallContext, settings: Settings
+) -> str | None:
+    """*Hot path.* Render the chosen skills as the block appended to the system prompt.
+
+    Must be deterministic (same skills → same text) so provider prompt caches keep hitting.
+    Return "" for no block; first non-None wins.
+    """
+
+
+@hookspec
+def metaclaw_prepare_trajectory(trajectory: Trajectory, settings: Settings) -> bool | None:
+    """*Hot path.* Redact or filter a trajectory before anything stores it.
+
+    Modify ``trajectory`` in place (e.g. replace secrets); return ``False`` to drop it (it is
+    then neither stored nor observed). Every implementation is called.
+    """
+
+
+@hookspec
+def metaclaw_trajectories_stored(trajectories: list[Trajectory]) -> None:
+    """Observe trajectories just committed to the store (background writer thread)."""
+
+
+@hookspec
+def metaclaw_reward_recorded(reward: Reward) -> None:
+    """Observe a reward just recorded for a trajectory (background writer thread)."""
+
+
+@hookspec(firstresult=True)
+def metaclaw_score_trajectory(trajectory: Trajectory, settings: Settings) -> Reward | None:
+    """Score a stored trajectory (judge, verifiable check). Off the hot path; first wins."""
+
+
+@hookspec
+def metaclaw_vet_skill(skill: Skill, live: list[Skill], settings: Settings) -> str | None:
+    """Check a skill before it joins the live library; return a reason to reject it.
+
+    ``live`` is the current live library. Every implementation is called; any reason rejects
+    the whole change (nothing is written).
+    """
+
+
+@hookspec
+def metaclaw_generation_advanced(generation: Generation, skills: list[Skill]) -> None:
+    """Observe a new generation of the library (``skills`` is its live set)."""
+
+
+def hook_names() -> list[str]:
+    return [name for name in globals() if name.startswith("metaclaw_")]

@@ -1,0 +1,203 @@
+"""The domain objects every part of metaclaw-core speaks in (pydantic models)."""
+
+from __future__ import annotations
+
+import re
+import uuid
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+SKILL_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,63}$")
+SkillStatus = Literal["active", "pending", "rejected"]
+Role = Literal["system", "user", "assistant", "tool"]
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def new_id() -> str:
+    return uuid.uuid4().hex
+
+
+class Skill(BaseModel):
+    """A short behavioural rule learned from experience (the paper's SKILL.md)."""
+
+    name: str = Field(description="Slug, unique among live skills: lowercase letters, digits, -.")
+    description: str = Field(description="One line: when the skill applies.")
+    body: str = Field(description="The instructions injected into the prompt.")
+    category: str | None = None
+    source: str = Field("manual", description="Where it came from: manual, import, evolver, ...")
+    provenance: list[str] = Field(
+        default_factory=list, description="Trajectory ids that produced it."
+    )
+    status: SkillStatus = "active"
+    generation_added: int | None = None
+    generation_retired: int | None = None
+    created_at: datetime = Field(default_factory=utcnow)
+
+    @field_validator("name")
+    @classmethod
+    def _slug(cls, v: str) -> str:
+        if not SKILL_NAME_RE.match(v):
+            raise ValueError(
+                f"skill name {v!r} is not a slug (lowercase letters, digits and '-', "
+                "starting with a letter or digit, at most 64 characters)"
+            )
+        return v
+
+    @field_validator("description")
+    @classmethod
+    def _one_line(cls, v: str) -> str:
+        v = v.strip()
+        if not v:
+            raise ValueError("skill description is empty")
+        if "\n" in v:
+            raise ValueError("skill description must be one line")
+        if len(v) > 1024:
+            raise ValueError("skill description is longer than 1024 characters")
+        return v
+
+    @field_validator("body")
+    @classmethod
+    def _body(cls, v: str) -> str:
+        v = v.strip()
+        if not v:
+            raise ValueError("skill body is empty")
+        if len(v) > 8000:
+            raise ValueError("skill body is longer than 8000 characters")
+        return v
+
+    @property
+    def embedding_text(self) -> str:
+        return f"{self.name.replace('-', ' ')}: {self.description}\n{self.body[:1000]}"
+
+
+class ToolCall(BaseModel):
+    """A tool call the model asked for (and, once known, its result)."""
+
+    id: str | None = None
+    name: str
+    arguments: str = Field("", description="Arguments as the model wrote them (usually JSON).")
+
+
+class Message(BaseModel):
+    """One chat message as the model saw it."""
+
+    role: Role
+    content: str = ""
+    name: str | None = None
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    tool_call_id: str | None = None
+
+
+class ModelOutput(BaseModel):
+    """What the model answered."""
+
+    text: str = ""
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    finish_reason: str | None = None
+    usage: dict[str, int] = Field(default_factory=dict)
+
+
+class Reward(BaseModel):
+    """A score for a trajectory from one source (judge, user, check)."""
+
+    trajectory_id: str
+    value: float = Field(ge=-1.0, le=1.0)
+    source: str = "user"
+    detail: str | None = None
+    created_at: datetime = Field(default_factory=utcnow)
+
+
+class Generation(BaseModel):
+    """A version of the live skill library; every change makes a new one."""
+
+    number: int = Field(ge=0)
+    created_at: datetime = Field(default_factory=utcnow)
+    reason: str = ""
+    added: list[str] = Field(default_factory=list)
+    retired: list[str] = Field(default_factory=list)
+    updated: list[str] = Field(default_factory=list)
+
+
+class CallContext(BaseModel):
+    """One LLM call as the host framework describes it."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    call_id: str = Field(default_factory=new_id)
+    messages: list[Message] = Field(default_factory=list)
+    task: str | None = Field(None, description="The task text, when the host knows it directly.")
+    session_id: str | None = None
+    framework: str = "python"
+    model: str | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class ScoredSkill(BaseModel):
+    """A skill chosen for a call, with its similarity to the query."""
+
+    skill: Skill
+    score: float
+
+
+class Injection(BaseModel):
+    """What before_call decided to add to the prompt."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    call_id: str
+    generation: int
+    text: str = Field("", description="The rendered block ('' when nothing fits).")
+    skills: list[ScoredSkill] = Field(default_factory=list)
+    query: str = ""
+    query_vector: Any = Field(None, exclude=True, repr=False)
+    started_at: float = Field(0.0, exclude=True, repr=False)
+    degraded: str | None = Field(None, description="Why nothing was injected, if it failed open.")
+
+    @property
+    def skill_names(self) -> list[str]:
+        return [s.skill.name for s in self.skills]
+
+    def apply_to_system(self, system: str | None) -> str:
+        """Return ``system`` with this block at its end (replacing an earlier block)."""
+        from metaclaw_core.plugins.render import strip_injection
+
+        base = strip_injection(system or "").rstrip()
+        if not self.text:
+            return base
+        return f"{base}\n\n{self.text}" if base else self.text
+
+
+Outcome = Literal["unknown", "success", "failure", "error"]
+
+
+class Trajectory(BaseModel):
+    """One captured LLM call: what the model saw, what it said, what was injected."""
+
+    id: str = Field(default_factory=new_id)
+    created_at: datetime = Field(default_factory=utcnow)
+    session_id: str | None = None
+    framework: str = "python"
+    model: str | None = None
+    messages: list[Message] = Field(default_factory=list)
+    output: ModelOutput = Field(default_factory=ModelOutput)
+    injected_skills: list[str] = Field(default_factory=list)
+    generation: int = Field(0, description="Skill generation in force at before_call time.")
+    query: str = ""
+    latency_ms: float | None = None
+    error: str | None = None
+    outcome: Outcome = "unknown"
+    truncated: bool = False
+    rewards: list[Reward] = Field(default_factory=list)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def reward(self) -> float | None:
+        """Mean of the rewards received so far (None if none)."""
+        if not self.rewards:
+            return None
+        return sum(r.value for r in self.rewards) / len(self.rewards)

@@ -1,0 +1,51 @@
+"""Built-in query extraction: the task text of a call, with envelopes removed.
+
+Hosts wrap the user's words in envelopes (OpenClaw's ``[Mon 2026-11-30 02:55 UTC]`` stamp and
+``Runtime: agent=… | session=…`` line, tool dumps, our own block from earlier turns). Embedding
+the envelope makes every turn look alike and retrieves the same skills every time.
+"""
+
+from __future__ import annotations
+
+import re
+
+from metaclaw_core.config import Settings
+from metaclaw_core.hookspecs import hookimpl
+from metaclaw_core.models import CallContext
+from metaclaw_core.plugins.render import strip_injection
+
+_STAMP = re.compile(
+    r"^\s*\[(?:[A-Z][a-z]{2} )?\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}(?::\d{2})?(?:\.\d+)?"
+    r"(?: ?(?:UTC|GMT|Z|[+-]\d{2}:?\d{2}|[A-Z]{2,5}))?\]\s*"
+)
+_RUNTIME = re.compile(r"^\s*Runtime:\s.*$", re.MULTILINE)
+_FENCE = re.compile(r"```[a-zA-Z0-9_-]*\n(.*?)```", re.DOTALL)
+_MAX_FENCE_CHARS = 400
+
+
+def _trim_fence(m: re.Match[str]) -> str:
+    body = m.group(1)
+    return body if len(body) <= _MAX_FENCE_CHARS else body[:_MAX_FENCE_CHARS]
+
+
+def clean_task_text(text: str, max_chars: int) -> str:
+    """Strip envelopes and collapse whitespace; keep the first ``max_chars`` characters."""
+    text = strip_injection(text)
+    text = _STAMP.sub("", text, count=1)
+    text = _RUNTIME.sub("", text)
+    text = _FENCE.sub(_trim_fence, text)  # long dumps pasted in fences say little of the task
+    text = " ".join(text.split())
+    return text[:max_chars]
+
+
+@hookimpl(trylast=True)
+def metaclaw_extract_query(ctx: CallContext, settings: Settings) -> str:
+    limit = settings.retrieval.max_query_chars
+    if ctx.task:
+        return clean_task_text(ctx.task, limit)
+    for msg in reversed(ctx.messages):
+        if msg.role == "user":
+            text = clean_task_text(msg.content, limit)
+            if text:
+                return text
+    return ""

@@ -1,0 +1,77 @@
+"""Built-in redaction: secrets never reach the store, the spool, or an evolver.
+
+One combined regular expression, applied to every message, tool call and output before the
+trajectory is journaled. Replacements name the kind of secret (``[REDACTED:openai-key]``).
+"""
+
+from __future__ import annotations
+
+import re
+
+from metaclaw_core.config import Settings
+from metaclaw_core.hookspecs import hookimpl
+from metaclaw_core.models import Trajectory
+
+PATTERNS: dict[str, str] = {
+    "private-key": r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----",
+    "anthropic-key": r"\bsk-ant-[A-Za-z0-9_\-]{20,}",
+    "openai-key": r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}",
+    "tinker-key": r"\btml-[A-Za-z0-9_\-]{16,}",
+    "aws-access-key": r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b",
+    "github-token": r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{40,})",
+    "slack-token": r"\bxox[abposr]-[A-Za-z0-9\-]{10,}",
+    "google-api-key": r"\bAIza[0-9A-Za-z_\-]{35}",
+    "huggingface-token": r"\bhf_[A-Za-z0-9]{30,}",
+    "jwt": r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}",
+    "bearer-token": r"(?P<bearer_prefix>(?i:bearer)\s+)[A-Za-z0-9._~+/\-]{20,}=*",
+    "assigned-secret": (
+        r"(?P<assigned_prefix>(?i:password|passwd|secret|api[_-]?key|access[_-]?token"
+        r"|auth[_-]?token)[\"']?\s{0,3}[:=]\s{0,3}[\"']?)[^\s\"',;]{6,}"
+    ),
+}
+_KINDS = {k.replace("-", "_") for k in PATTERNS}
+_COMBINED = re.compile("|".join(f"(?P<{k.replace('-', '_')}>{p})" for k, p in PATTERNS.items()))
+
+
+def redact_text(text: str) -> tuple[str, int]:
+    """Return the text with secrets replaced, and how many were replaced."""
+    count = 0
+
+    def sub(m: re.Match[str]) -> str:
+        nonlocal count
+        count += 1
+        kind = next(k for k, v in m.groupdict().items() if v is not None and k in _KINDS)
+        prefix = m.group("bearer_prefix") or m.group("assigned_prefix") or ""
+        return f"{prefix}[REDACTED:{kind.replace('_', '-')}]"
+
+    return _COMBINED.sub(sub, text), count
+
+
+def redact_trajectory(t: Trajectory) -> int:
+    """Redact every text field of ``t`` in place; return the number of secrets replaced."""
+    total = 0
+    for m in t.messages:
+        m.content, n = redact_text(m.content)
+        total += n
+        for call in m.tool_calls:
+            call.arguments, n = redact_text(call.arguments)
+            total += n
+    t.output.text, n = redact_text(t.output.text)
+    total += n
+    for call in t.output.tool_calls:
+        call.arguments, n = redact_text(call.arguments)
+        total += n
+    t.query, n = redact_text(t.query)
+    total += n
+    if t.error:
+        t.error, n = redact_text(t.error)
+        total += n
+    return total
+
+
+@hookimpl(trylast=True)
+def metaclaw_prepare_trajectory(trajectory: Trajectory, settings: Settings) -> None:
+    if settings.capture.redact_secrets:
+        n = redact_trajectory(trajectory)
+        if n:
+            trajectory.metadata["redacted"] = trajectory.metadata.get("redacted", 0) + n

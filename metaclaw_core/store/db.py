@@ -1,0 +1,210 @@
+"""The LanceDB connection, the table schemas, and schema migrations.
+
+Schemas are pyarrow schemas built by functions because the vector width comes from the
+embedder at run time (a LanceModel class would fix it at import time). A table that lacks
+columns of the current schema is migrated by adding them (nullable, filled with nulls);
+columns are never dropped silently.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from typing import Any
+
+import pyarrow as pa
+
+from metaclaw_core.config import Settings
+from metaclaw_core.errors import StoreError
+
+log = logging.getLogger("metaclaw.store")
+
+SCHEMA_VERSION = 1
+SKILLS = "skills"
+GENERATIONS = "generations"
+TRAJECTORIES = "trajectories"
+REWARDS = "rewards"
+
+TS = pa.timestamp("us", tz="UTC")
+
+
+def skills_schema(dim: int) -> pa.Schema:
+    return pa.schema(
+        [
+            pa.field("row_id", pa.string(), nullable=False),
+            pa.field("name", pa.string(), nullable=False),
+            pa.field("description", pa.string()),
+            pa.field("body", pa.string()),
+            pa.field("category", pa.string()),
+            pa.field("source", pa.string()),
+            pa.field("provenance", pa.list_(pa.string())),
+            pa.field("status", pa.string()),
+            pa.field("generation_added", pa.int64()),
+            pa.field("generation_retired", pa.int64()),
+            pa.field("created_at", TS),
+            pa.field("vector", pa.list_(pa.float32(), dim)),
+        ],
+        metadata={"metaclaw_schema_version": str(SCHEMA_VERSION)},
+    )
+
+
+def generations_schema() -> pa.Schema:
+    return pa.schema(
+        [
+            pa.field("number", pa.int64(), nullable=False),
+            pa.field("created_at", TS),
+            pa.field("reason", pa.string()),
+            pa.field("added", pa.list_(pa.string())),
+            pa.field("retired", pa.list_(pa.string())),
+            pa.field("updated", pa.list_(pa.string())),
+            pa.field("writer", pa.string()),
+        ],
+        metadata={"metaclaw_schema_version": str(SCHEMA_VERSION)},
+    )
+
+
+def trajectories_schema(dim: int) -> pa.Schema:
+    return pa.schema(
+        [
+            pa.field("id", pa.string(), nullable=False),
+            pa.field("created_at", TS),
+            pa.field("session_id", pa.string()),
+            pa.field("framework", pa.string()),
+            pa.field("model", pa.string()),
+            pa.field("generation", pa.int64()),
+            pa.field("query", pa.string()),
+            pa.field("messages_json", pa.string()),
+            pa.field("output_json", pa.string()),
+            pa.field("output_text", pa.string()),
+            pa.field("injected_skills", pa.list_(pa.string())),
+            pa.field("latency_ms", pa.float64()),
+            pa.field("error", pa.string()),
+            pa.field("outcome", pa.string()),
+            pa.field("truncated", pa.bool_()),
+            pa.field("metadata_json", pa.string()),
+            pa.field("vector", pa.list_(pa.float32(), dim)),
+        ],
+        metadata={"metaclaw_schema_version": str(SCHEMA_VERSION)},
+    )
+
+
+def rewards_schema() -> pa.Schema:
+    return pa.schema(
+        [
+            pa.field("trajectory_id", pa.string(), nullable=False),
+            pa.field("value", pa.float64()),
+            pa.field("source", pa.string()),
+            pa.field("detail", pa.string()),
+            pa.field("created_at", TS),
+        ],
+        metadata={"metaclaw_schema_version": str(SCHEMA_VERSION)},
+    )
+
+
+def sql_str(value: str) -> str:
+    """Quote a string for a LanceDB filter expression."""
+    return "'" + value.replace("'", "''") + "'"
+
+
+def sql_in(column: str, values: list[str]) -> str:
+    return f"{column} IN ({', '.join(sql_str(v) for v in values)})"
+
+
+class Store:
+    """One LanceDB database holding metaclaw's tables; opens and migrates them lazily."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.uri = settings.store_uri
+        self._db: Any = None
+        self._tables: dict[str, Any] = {}
+        self._lock = threading.RLock()
+
+    @property
+    def is_local(self) -> bool:
+        return "://" not in self.uri
+
+    def connect(self) -> Any:
+        with self._lock:
+            if self._db is None:
+                os.environ.setdefault("LANCE_LOG", "error")
+                import lancedb
+
+                try:
+                    if self.is_local:
+                        os.makedirs(self.uri, exist_ok=True)
+                    self._db = lancedb.connect(
+                        self.uri, storage_options=self.settings.store.storage_options or None
+                    )
+                except Exception as exc:
+                    raise StoreError(
+                        f"metaclaw: cannot open the store at {self.uri!r}: {exc}; check "
+                        "store.uri (METACLAW_STORE__URI) and that the location is writable"
+                    ) from exc
+            return self._db
+
+    def _open(self, name: str) -> Any:
+        """The table, or None if it does not exist (table_exists is not on every connection)."""
+        try:
+            return self.connect().open_table(name)
+        except (ValueError, FileNotFoundError) as exc:
+            if "not found" in str(exc) or isinstance(exc, FileNotFoundError):
+                return None
+            raise
+
+    def has_table(self, name: str) -> bool:
+        with self._lock:
+            if name in self._tables:
+                return True
+            try:
+                tbl = self._open(name)
+            except Exception as exc:
+                raise StoreError(f"metaclaw: cannot read the store at {self.uri!r}: {exc}") from exc
+            if tbl is not None:
+                self._tables[name] = tbl
+            return tbl is not None
+
+    def table(self, name: str, schema: pa.Schema | None = None) -> Any:
+        """Open ``name``; create it with ``schema`` if missing (None: return None if missing)."""
+        with self._lock:
+            tbl = self._tables.get(name)
+            if tbl is not None:
+                return tbl
+            db = self.connect()
+            try:
+                tbl = self._open(name)
+                if tbl is not None:
+                    if schema is not None:
+                        self._migrate(tbl, schema)
+                elif schema is None:
+                    return None
+                else:
+                    tbl = db.create_table(name, schema=schema, exist_ok=True)
+            except StoreError:
+                raise
+            except Exception as exc:
+                raise StoreError(f"metaclaw: cannot open table {name!r} in {self.uri!r}: {exc}") from exc
+            self._tables[name] = tbl
+            return tbl
+
+    def vector_dim(self, name: str) -> int | None:
+        tbl = self.table(name)
+        if tbl is None:
+            return None
+        field = tbl.schema.field("vector")
+        return int(field.type.list_size)
+
+    @staticmethod
+    def _migrate(tbl: Any, schema: pa.Schema) -> None:
+        have = set(tbl.schema.names)
+        missing = [f for f in schema if f.name not in have]
+        if missing:
+            log.info("metaclaw: migrating table %s: adding %s", tbl.name, [f.name for f in missing])
+            tbl.add_columns(pa.schema([f.with_nullable(True) for f in missing]))
+
+    def refresh(self, name: str) -> None:
+        """See commits made by other processes since the table was opened."""
+        tbl = self._tables.get(name)
+        if tbl is not None:
+            tbl.checkout_latest()

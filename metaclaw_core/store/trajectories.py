@@ -1,0 +1,206 @@
+"""The ``trajectories`` and ``rewards`` tables: batched writes and the reads the CLI needs."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import pyarrow as pa
+from pydantic import TypeAdapter
+
+from metaclaw_core.embeddings import Vector
+from metaclaw_core.models import Message, ModelOutput, Reward, Trajectory
+from metaclaw_core.store.db import (
+    REWARDS,
+    TRAJECTORIES,
+    Store,
+    rewards_schema,
+    sql_in,
+    sql_str,
+    trajectories_schema,
+)
+
+_MESSAGES = TypeAdapter(list[Message])
+LIST_COLUMNS = [
+    "id",
+    "created_at",
+    "session_id",
+    "framework",
+    "model",
+    "generation",
+    "query",
+    "output_text",
+    "injected_skills",
+    "latency_ms",
+    "error",
+    "outcome",
+    "truncated",
+]
+
+
+class TrajectoryStore:
+    """Reads and batched writes of captured trajectories and their rewards."""
+
+    def __init__(self, store: Store, default_dim: Callable[[], int]) -> None:
+        self.store = store
+        self._default_dim = default_dim
+
+    def _table(self, create: bool, dim_hint: int | None = None) -> Any:
+        if self.store.has_table(TRAJECTORIES):
+            return self.store.table(TRAJECTORIES)
+        if not create:
+            return None
+        return self.store.table(TRAJECTORIES, trajectories_schema(dim_hint or self._default_dim()))
+
+    def _rewards(self, create: bool) -> Any:
+        if self.store.has_table(REWARDS) or create:
+            return self.store.table(REWARDS, rewards_schema())
+        return None
+
+    # -- writing (background writer only) ------------------------------------------------
+    def write(self, items: Sequence[tuple[Trajectory, Vector | None]]) -> None:
+        if not items:
+            return
+        hint = next((len(v) for _, v in items if v is not None), None)
+        table = self._table(create=True, dim_hint=hint)
+        dim = self.store.vector_dim(TRAJECTORIES)
+        rows = []
+        for t, vec in items:
+            rows.append(
+                {
+                    "id": t.id,
+                    "created_at": t.created_at,
+                    "session_id": t.session_id,
+                    "framework": t.framework,
+                    "model": t.model,
+                    "generation": t.generation,
+                    "query": t.query,
+                    "messages_json": _MESSAGES.dump_json(t.messages).decode(),
+                    "output_json": t.output.model_dump_json(),
+                    "output_text": t.output.text,
+                    "injected_skills": list(t.injected_skills),
+                    "latency_ms": t.latency_ms,
+                    "error": t.error,
+                    "outcome": t.outcome,
+                    "truncated": t.truncated,
+                    "metadata_json": json.dumps(t.metadata, default=str),
+                    "vector": vec.tolist() if vec is not None and len(vec) == dim else None,
+                }
+            )
+        table.add(pa.Table.from_pylist(rows, schema=table.schema))
+
+    def write_rewards(self, rewards: Sequence[Reward]) -> None:
+        if not rewards:
+            return
+        table = self._rewards(create=True)
+        table.add(
+            pa.Table.from_pylist([r.model_dump() for r in rewards], schema=rewards_schema())
+        )
+
+    def optimize(self) -> None:
+        for name in (TRAJECTORIES, REWARDS):
+            if self.store.has_table(name):
+                self.store.table(name).optimize()
+
+    # -- reading -------------------------------------------------------------------------
+    def existing_ids(self, ids: Sequence[str]) -> set[str]:
+        table = self._table(create=False)
+        if table is None or not ids:
+            return set()
+        found: set[str] = set()
+        for i in range(0, len(ids), 500):
+            chunk = list(ids[i : i + 500])
+            rows = table.search().where(sql_in("id", chunk)).select(["id"]).limit(None).to_arrow()
+            found.update(rows["id"].to_pylist())
+        return found
+
+    def existing_rewards(self, rewards: Sequence[Reward]) -> set[tuple[str, str, str]]:
+        table = self._rewards(create=False)
+        if table is None or not rewards:
+            return set()
+        ids = sorted({r.trajectory_id for r in rewards})
+        rows = table.search().where(sql_in("trajectory_id", ids)).limit(None).to_arrow().to_pylist()
+        return {(r["trajectory_id"], r["source"], str(r["created_at"])) for r in rows}
+
+    def count(self) -> int:
+        self.store.refresh(TRAJECTORIES)
+        table = self._table(create=False)
+        return 0 if table is None else int(table.count_rows())
+
+    def rewards_for(self, ids: Sequence[str]) -> dict[str, list[Reward]]:
+        table = self._rewards(create=False)
+        out: dict[str, list[Reward]] = {}
+        if table is None or not ids:
+            return out
+        self.store.refresh(REWARDS)
+        rows = table.search().where(sql_in("trajectory_id", list(ids))).limit(None).to_arrow()
+        for r in rows.to_pylist():
+            out.setdefault(r["trajectory_id"], []).append(Reward.model_validate(r))
+        return out
+
+    def get(self, trajectory_id: str) -> Trajectory | None:
+        table = self._table(create=False)
+        if table is None:
+            return None
+        self.store.refresh(TRAJECTORIES)
+        rows = (
+            table.search().where(f"id = {sql_str(trajectory_id)}").limit(1).to_arrow().to_pylist()
+        )
+        if not rows:
+            return None
+        t = self._from_row(rows[0])
+        t.rewards = self.rewards_for([t.id]).get(t.id, [])
+        return t
+
+    def recent(
+        self, limit: int = 20, *, session_id: str | None = None, generation: int | None = None
+    ) -> list[Trajectory]:
+        """Newest first, without message bodies (use :meth:`get` for one in full)."""
+        table = self._table(create=False)
+        if table is None:
+            return []
+        self.store.refresh(TRAJECTORIES)
+        q = table.search()
+        filters = []
+        if session_id is not None:
+            filters.append(f"session_id = {sql_str(session_id)}")
+        if generation is not None:
+            filters.append(f"generation = {int(generation)}")
+        if filters:
+            q = q.where(" AND ".join(filters))
+        data = q.select(LIST_COLUMNS).limit(None).to_arrow()
+        if data.num_rows == 0:
+            return []
+        data = data.sort_by([("created_at", "descending")]).slice(0, limit)
+        out = [self._from_row(r) for r in data.to_pylist()]
+        rewards = self.rewards_for([t.id for t in out])
+        for t in out:
+            t.rewards = rewards.get(t.id, [])
+        return out
+
+    @staticmethod
+    def _from_row(r: dict[str, Any]) -> Trajectory:
+        messages = _MESSAGES.validate_json(r["messages_json"]) if r.get("messages_json") else []
+        output = (
+            ModelOutput.model_validate_json(r["output_json"])
+            if r.get("output_json")
+            else ModelOutput(text=r.get("output_text") or "")
+        )
+        return Trajectory(
+            id=r["id"],
+            created_at=r["created_at"],
+            session_id=r.get("session_id"),
+            framework=r.get("framework") or "python",
+            model=r.get("model"),
+            messages=messages,
+            output=output,
+            injected_skills=r.get("injected_skills") or [],
+            generation=r.get("generation") or 0,
+            query=r.get("query") or "",
+            latency_ms=r.get("latency_ms"),
+            error=r.get("error"),
+            outcome=r.get("outcome") or "unknown",
+            truncated=bool(r.get("truncated")),
+            metadata=json.loads(r["metadata_json"]) if r.get("metadata_json") else {},
+        )
