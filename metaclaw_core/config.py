@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, SecretStr
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -89,6 +89,51 @@ class CaptureSettings(BaseModel):
     redact_secrets: bool = True
 
 
+class ServiceSettings(BaseModel):
+    """`metaclaw serve`: where it listens, who may call it, how much it accepts."""
+
+    host: str = Field("127.0.0.1", description="Bind address; anything but loopback needs a token.")
+    port: int = Field(30000, ge=0, le=65535)
+    token: SecretStr | None = Field(
+        None,
+        description="Bearer token every route but /healthz then requires (env "
+        "METACLAW_SERVICE__TOKEN). Required for a non-loopback bind.",
+    )
+    max_request_bytes: int = Field(
+        8 * 1024 * 1024, ge=1024, description="Largest request body accepted (413 beyond)."
+    )
+    log_level: str = Field("warning", description="uvicorn log level.")
+
+
+class ProxySettings(BaseModel):
+    """The OpenAI-compatible `/v1/chat/completions` proxy of `metaclaw serve`."""
+
+    upstream_base_url: str | None = Field(
+        None,
+        description="OpenAI-compatible base URL the proxy forwards to, e.g. "
+        "https://api.openai.com/v1 (env METACLAW_PROXY__UPSTREAM_BASE_URL).",
+    )
+    upstream_api_key: SecretStr | None = Field(
+        None, description="Key sent upstream as a bearer token (env METACLAW_PROXY__UPSTREAM_API_KEY)."
+    )
+    upstream_api_key_env: str = Field(
+        "OPENAI_API_KEY", description="Environment variable read when upstream_api_key is unset."
+    )
+    inject: bool = Field(True, description="Append the skills block to the system message.")
+    capture: bool = Field(True, description="Capture every proxied call as a trajectory.")
+    connect_timeout_s: float = Field(10.0, gt=0)
+    read_timeout_s: float = Field(600.0, gt=0, description="Longest wait between upstream bytes.")
+    max_connections: int = Field(100, ge=1, description="Upstream connection pool size.")
+    max_capture_bytes: int = Field(
+        4 * 1024 * 1024, ge=1024, description="Most streamed bytes parsed for one capture."
+    )
+
+    def api_key(self) -> str | None:
+        if self.upstream_api_key is not None:
+            return self.upstream_api_key.get_secret_value()
+        return os.environ.get(self.upstream_api_key_env) or None
+
+
 class Settings(BaseSettings):
     """All metaclaw-core settings."""
 
@@ -103,6 +148,8 @@ class Settings(BaseSettings):
     embedding: EmbeddingSettings = Field(default_factory=EmbeddingSettings)  # type: ignore[arg-type]
     retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings)  # type: ignore[arg-type]
     capture: CaptureSettings = Field(default_factory=CaptureSettings)  # type: ignore[arg-type]
+    service: ServiceSettings = Field(default_factory=ServiceSettings)  # type: ignore[arg-type]
+    proxy: ProxySettings = Field(default_factory=ProxySettings)  # type: ignore[arg-type]
     load_entrypoints: bool = Field(True, description="Load third-party plugins (group 'metaclaw').")
 
     @classmethod

@@ -1,0 +1,384 @@
+"""The ``metaclaw`` command line (typer + rich). ``--json`` output is stable: see docs/cli.md."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from metaclaw_core.config import Settings
+from metaclaw_core.engine import MetaClaw
+from metaclaw_core.errors import MetaClawError
+from metaclaw_core.models import CallContext, Generation, Message, Skill, Trajectory
+from metaclaw_core.skills.skillmd import dump_skill_md, parse_skill_md
+
+app = typer.Typer(no_args_is_help=True, add_completion=False, help="Make your agent learn from its own traffic.")
+skills_app = typer.Typer(no_args_is_help=True, help="The skill library.")
+traj_app = typer.Typer(no_args_is_help=True, help="Captured trajectories.")
+app.add_typer(skills_app, name="skills")
+app.add_typer(traj_app, name="trajectories")
+
+out = Console()
+err = Console(stderr=True)
+JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable output (stable).")]
+
+
+@app.callback()
+def _root(
+    home: Annotated[
+        Path | None, typer.Option("--home", help="Data directory (default $METACLAW_HOME or ~/.metaclaw).")
+    ] = None,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log what happens.")] = False,
+) -> None:
+    if home is not None:
+        os.environ["METACLAW_HOME"] = str(home)
+    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, format="%(message)s")
+
+
+def _engine(*, embedder: bool = False) -> MetaClaw:
+    settings = Settings()
+    settings.embedding.preload = embedder
+    return MetaClaw(settings, capture=False)
+
+
+def _print_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, indent=2, default=str, ensure_ascii=False) + "\n")
+
+
+def _fail(message: str) -> None:
+    err.print(f"[red]error:[/red] {message}", highlight=False)
+    raise typer.Exit(1)
+
+
+def _skill_json(s: Skill) -> dict[str, Any]:
+    return s.model_dump(mode="json")
+
+
+def _generation_json(g: Generation) -> dict[str, Any]:
+    return g.model_dump(mode="json")
+
+
+class _Guard:
+    """Turn metaclaw errors into a one-line message and exit status 1."""
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, typ: Any, exc: Any, tb: Any) -> bool:
+        if isinstance(exc, MetaClawError):
+            _fail(str(exc))
+        return False
+
+
+# -- skills ------------------------------------------------------------------------------
+@skills_app.command("list")
+def skills_list(
+    as_json: JsonOpt = False,
+    all_versions: Annotated[bool, typer.Option("--all", help="Include retired versions.")] = False,
+) -> None:
+    """List the live skills."""
+    with _Guard(), _engine() as engine:
+        skills = engine.library.all_versions() if all_versions else engine.library.live()
+        if as_json:
+            _print_json(
+                {"generation": engine.library.current_generation(), "skills": [_skill_json(s) for s in skills]}
+            )
+            return
+        table = Table(title=f"skills (generation {engine.library.current_generation()})")
+        for col in ("name", "category", "added", "retired", "description"):
+            table.add_column(col)
+        for s in skills:
+            table.add_row(
+                s.name,
+                s.category or "",
+                str(s.generation_added),
+                str(s.generation_retired or ""),
+                s.description,
+            )
+        out.print(table)
+
+
+@skills_app.command("show")
+def skills_show(name: str, as_json: JsonOpt = False) -> None:
+    """Show one live skill as SKILL.md."""
+    with _Guard(), _engine() as engine:
+        skill = engine.library.get(name)
+        if as_json:
+            _print_json(_skill_json(skill))
+        else:
+            out.print(dump_skill_md(skill), highlight=False, markup=False)
+
+
+@skills_app.command("add")
+def skills_add(
+    name: Annotated[str | None, typer.Argument(help="Slug name (omit with --file).")] = None,
+    description: Annotated[str | None, typer.Option("--description", "-d")] = None,
+    body: Annotated[str | None, typer.Option("--body", "-b")] = None,
+    category: Annotated[str | None, typer.Option("--category")] = None,
+    file: Annotated[Path | None, typer.Option("--file", "-f", help="A SKILL.md file.")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Add one skill (from options or a SKILL.md file): a new generation."""
+    with _Guard():
+        if file is not None:
+            skill = parse_skill_md(file.read_text(encoding="utf-8"), path=file, source="manual")
+        else:
+            if not (name and description and body):
+                _fail("give NAME --description ... --body ..., or --file SKILL.md")
+            try:
+                skill = Skill(name=name or "", description=description or "", body=body or "", category=category)
+            except ValueError as exc:
+                _fail(str(exc).splitlines()[-1] if "\n" in str(exc) else str(exc))
+                return
+        with _engine(embedder=True) as engine:
+            gen = engine.library.add(skill, reason=f"add {skill.name}")
+        if as_json:
+            _print_json({"generation": _generation_json(gen), "skill": _skill_json(skill)})
+        else:
+            out.print(f"added {skill.name} -> generation {gen.number}")
+
+
+@skills_app.command("import")
+def skills_import(
+    directory: Path,
+    replace: Annotated[bool, typer.Option("--replace", help="Update skills already live.")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Import <name>/SKILL.md folders (all or nothing)."""
+    with _Guard(), _engine(embedder=True) as engine:
+        gen = engine.library.import_dir(directory, replace=replace)
+        if as_json:
+            _print_json({"generation": _generation_json(gen)})
+        else:
+            out.print(
+                f"imported {len(gen.added)} new, {len(gen.updated)} updated -> generation {gen.number}"
+            )
+
+
+@skills_app.command("export")
+def skills_export(directory: Path, as_json: JsonOpt = False) -> None:
+    """Write the live skills as <name>/SKILL.md folders."""
+    with _Guard(), _engine() as engine:
+        paths = engine.library.export_dir(directory)
+        if as_json:
+            _print_json({"written": [str(p) for p in paths]})
+        else:
+            out.print(f"wrote {len(paths)} skills to {directory}")
+
+
+@skills_app.command("retire")
+def skills_retire(names: list[str], as_json: JsonOpt = False) -> None:
+    """Retire live skills: a new generation."""
+    with _Guard(), _engine() as engine:
+        gen = engine.library.retire(names, reason=f"retire {', '.join(names)}")
+        if as_json:
+            _print_json({"generation": _generation_json(gen)})
+        else:
+            out.print(f"retired {', '.join(names)} -> generation {gen.number}")
+
+
+@skills_app.command("history")
+def skills_history(as_json: JsonOpt = False) -> None:
+    """Every generation of the library, with its reason and diff."""
+    with _Guard(), _engine() as engine:
+        gens = engine.library.history()
+        if as_json:
+            _print_json({"generations": [_generation_json(g) for g in gens]})
+            return
+        table = Table(title="generations")
+        for col in ("gen", "time", "reason", "added", "updated", "retired"):
+            table.add_column(col)
+        for g in gens:
+            table.add_row(
+                str(g.number),
+                g.created_at.strftime("%Y-%m-%d %H:%M:%S"),
+                g.reason,
+                ", ".join(g.added),
+                ", ".join(g.updated),
+                ", ".join(g.retired),
+            )
+        out.print(table)
+
+
+@skills_app.command("rollback")
+def skills_rollback(generation: int, as_json: JsonOpt = False) -> None:
+    """Restore the live set of GENERATION, as a new generation."""
+    with _Guard(), _engine(embedder=True) as engine:
+        gen = engine.library.rollback(generation)
+        if as_json:
+            _print_json({"generation": _generation_json(gen)})
+        else:
+            out.print(f"rolled back to generation {generation} -> generation {gen.number}")
+
+
+# -- retrieval ---------------------------------------------------------------------------
+@app.command("retrieve")
+def retrieve(
+    text: str,
+    k: Annotated[int | None, typer.Option("--k", help="How many skills at most.")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Show what would be injected for TEXT."""
+    with _Guard():
+        settings = Settings()
+        if k is not None:
+            settings.retrieval.top_k = k
+        with MetaClaw(settings, capture=False) as engine:
+            if not engine.wait_ready():
+                _fail(f"the embedding model could not be loaded: {engine.faults.last_error or ''}")
+            inj = engine.before_call(CallContext(framework="cli", messages=[Message(role="user", content=text)]))
+            if as_json:
+                _print_json(
+                    {
+                        "query": inj.query,
+                        "generation": inj.generation,
+                        "skills": [{"name": s.skill.name, "score": round(s.score, 4)} for s in inj.skills],
+                        "text": inj.text,
+                    }
+                )
+                return
+            out.print(f"query: {inj.query!r}  generation {inj.generation}")
+            for s in inj.skills:
+                out.print(f"  {s.score:.3f}  {s.skill.name}")
+            out.print(inj.text or "(nothing would be injected)", highlight=False, markup=False)
+
+
+# -- trajectories --------------------------------------------------------------------------
+def _traj_summary(t: Trajectory) -> dict[str, Any]:
+    return {
+        "id": t.id,
+        "created_at": t.created_at.isoformat(),
+        "session_id": t.session_id,
+        "framework": t.framework,
+        "model": t.model,
+        "generation": t.generation,
+        "query": t.query,
+        "injected_skills": t.injected_skills,
+        "output_text": t.output.text,
+        "latency_ms": t.latency_ms,
+        "error": t.error,
+        "outcome": t.outcome,
+        "truncated": t.truncated,
+        "reward": t.reward,
+    }
+
+
+@traj_app.command("list")
+def trajectories_list(
+    limit: Annotated[int, typer.Option("--limit", "-n")] = 20,
+    session: Annotated[str | None, typer.Option("--session")] = None,
+    generation: Annotated[int | None, typer.Option("--generation")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """The newest captured trajectories."""
+    with _Guard(), _engine() as engine:
+        items = engine.trajectories.recent(limit, session_id=session, generation=generation)
+        if as_json:
+            _print_json({"trajectories": [_traj_summary(t) for t in items]})
+            return
+        table = Table(title="trajectories (newest first)")
+        for col in ("id", "time", "session", "gen", "injected", "reward", "query"):
+            table.add_column(col)
+        for t in items:
+            table.add_row(
+                t.id[:12],
+                t.created_at.strftime("%m-%d %H:%M:%S"),
+                t.session_id or "",
+                str(t.generation),
+                ", ".join(t.injected_skills),
+                "" if t.reward is None else f"{t.reward:+.2f}",
+                t.query[:60],
+            )
+        out.print(table)
+
+
+@traj_app.command("show")
+def trajectories_show(trajectory_id: str, as_json: JsonOpt = False) -> None:
+    """One trajectory in full (an id prefix from `list` is not enough: give the whole id)."""
+    with _Guard(), _engine() as engine:
+        t = engine.trajectories.get(trajectory_id)
+        if t is None:
+            _fail(f"no trajectory {trajectory_id!r}; see `metaclaw trajectories list`")
+            return
+        if as_json:
+            _print_json(t.model_dump(mode="json"))
+            return
+        out.print(_traj_summary(t))
+        for m in t.messages:
+            out.print(f"[bold]{m.role}[/bold]: ", end="")
+            out.print(m.content, highlight=False, markup=False)
+        out.print("[bold]output[/bold]: ", end="")
+        out.print(t.output.text, highlight=False, markup=False)
+
+
+@app.command("feedback")
+def feedback(
+    trajectory_id: str,
+    reward: Annotated[float, typer.Argument(help="From -1 (bad) to 1 (good).")],
+    detail: Annotated[str | None, typer.Option("--detail")] = None,
+) -> None:
+    """Record explicit feedback for a trajectory."""
+    with _Guard():
+        if not -1.0 <= reward <= 1.0:
+            _fail("reward must be between -1 and 1")
+        settings = Settings()
+        settings.embedding.preload = False
+        with MetaClaw(settings) as engine:
+            engine.feedback(trajectory_id, reward, detail=detail)
+            if not engine.flush(30):
+                _fail("the feedback is in the spool but the store could not be written yet")
+        out.print(f"recorded {reward:+.2f} for {trajectory_id}")
+
+
+# -- status and demo -----------------------------------------------------------------------
+@app.command("status")
+def status(as_json: JsonOpt = False) -> None:
+    """Paths, counts, generation, model, health."""
+    with _Guard(), _engine() as engine:
+        engine.refresh_snapshot()
+        data = engine.status()
+        data["config_file"] = str(engine.settings.config_file)
+        data["config_file_exists"] = engine.settings.config_file.exists()
+        if as_json:
+            _print_json(data)
+            return
+        for key in (
+            "home",
+            "config_file",
+            "store_uri",
+            "generation",
+            "live_skills",
+            "trajectories",
+            "embedding_model",
+        ):
+            out.print(f"{key:>16}: {data.get(key)}", highlight=False)
+        if data.get("store_error"):
+            out.print(f"[red]{'store_error':>16}: {data['store_error']}[/red]")
+
+
+@app.command("demo")
+def demo(
+    home: Annotated[
+        Path | None, typer.Option("--keep", help="Keep the demo's data in this directory.")
+    ] = None,
+) -> None:
+    """Seed skills, run calls through the engine, show injections and captures (offline)."""
+    from metaclaw_core.demo import run_demo
+
+    with _Guard():
+        run_demo(home=home, console=out)
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()
