@@ -72,12 +72,16 @@ def copy_messages(
     return out, cut
 
 
-def copy_output(output: ModelOutput | str | None, caps: CaptureSettings) -> tuple[ModelOutput, bool]:
+def copy_output(
+    output: ModelOutput | str | None, caps: CaptureSettings
+) -> tuple[ModelOutput, bool]:
     if output is None:
         return ModelOutput(), False
     if isinstance(output, str):
         text, was = _cap(output, caps.max_message_chars)
-        return ModelOutput.model_construct(text=text, tool_calls=[], finish_reason=None, usage={}), was
+        return ModelOutput.model_construct(
+            text=text, tool_calls=[], finish_reason=None, usage={}
+        ), was
     text, was = _cap(output.text, caps.max_message_chars)
     calls, calls_cut = _copy_calls(output.tool_calls, caps.max_message_chars)
     return (

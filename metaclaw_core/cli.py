@@ -7,9 +7,10 @@ import logging
 import os
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import typer
+from pydantic import ValidationError
 from rich.console import Console
 from rich.table import Table
 
@@ -19,21 +20,23 @@ from metaclaw_core.errors import MetaClawError
 from metaclaw_core.models import CallContext, Generation, Message, Skill, Trajectory
 from metaclaw_core.skills.skillmd import dump_skill_md, parse_skill_md
 
-app = typer.Typer(no_args_is_help=True, add_completion=False, help="Make your agent learn from its own traffic.")
+app = typer.Typer(
+    no_args_is_help=True, add_completion=False, help="Make your agent learn from its own traffic."
+)
 skills_app = typer.Typer(no_args_is_help=True, help="The skill library.")
 traj_app = typer.Typer(no_args_is_help=True, help="Captured trajectories.")
 app.add_typer(skills_app, name="skills")
 app.add_typer(traj_app, name="trajectories")
 
 out = Console()
-err = Console(stderr=True)
 JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable output (stable).")]
 
 
 @app.callback()
 def _root(
     home: Annotated[
-        Path | None, typer.Option("--home", help="Data directory (default $METACLAW_HOME or ~/.metaclaw).")
+        Path | None,
+        typer.Option("--home", help="Data directory (default $METACLAW_HOME or ~/.metaclaw)."),
     ] = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log what happens.")] = False,
 ) -> None:
@@ -53,7 +56,8 @@ def _print_json(data: Any) -> None:
 
 
 def _fail(message: str) -> None:
-    err.print(f"[red]error:[/red] {message}", highlight=False)
+    # Plain write: rich would wrap a long path across lines.
+    sys.stderr.write(f"error: {message.removeprefix('metaclaw: ')}\n")
     raise typer.Exit(1)
 
 
@@ -71,7 +75,7 @@ class _Guard:
     def __enter__(self) -> None:
         return None
 
-    def __exit__(self, typ: Any, exc: Any, tb: Any) -> bool:
+    def __exit__(self, typ: Any, exc: Any, tb: Any) -> Literal[False]:
         if isinstance(exc, MetaClawError):
             _fail(str(exc))
         return False
@@ -88,7 +92,10 @@ def skills_list(
         skills = engine.library.all_versions() if all_versions else engine.library.live()
         if as_json:
             _print_json(
-                {"generation": engine.library.current_generation(), "skills": [_skill_json(s) for s in skills]}
+                {
+                    "generation": engine.library.current_generation(),
+                    "skills": [_skill_json(s) for s in skills],
+                }
             )
             return
         table = Table(title=f"skills (generation {engine.library.current_generation()})")
@@ -133,9 +140,15 @@ def skills_add(
             if not (name and description and body):
                 _fail("give NAME --description ... --body ..., or --file SKILL.md")
             try:
-                skill = Skill(name=name or "", description=description or "", body=body or "", category=category)
-            except ValueError as exc:
-                _fail(str(exc).splitlines()[-1] if "\n" in str(exc) else str(exc))
+                skill = Skill(
+                    name=name or "",
+                    description=description or "",
+                    body=body or "",
+                    category=category,
+                )
+            except ValidationError as exc:
+                first = exc.errors()[0]
+                _fail(f"{first['loc'][0]}: {first['msg'].removeprefix('Value error, ')}")
                 return
         with _engine(embedder=True) as engine:
             gen = engine.library.add(skill, reason=f"add {skill.name}")
@@ -158,7 +171,8 @@ def skills_import(
             _print_json({"generation": _generation_json(gen)})
         else:
             out.print(
-                f"imported {len(gen.added)} new, {len(gen.updated)} updated -> generation {gen.number}"
+                f"imported {len(gen.added)} new, {len(gen.updated)} updated"
+                f" -> generation {gen.number}"
             )
 
 
@@ -233,13 +247,17 @@ def retrieve(
         with MetaClaw(settings, capture=False) as engine:
             if not engine.wait_ready():
                 _fail(f"the embedding model could not be loaded: {engine.faults.last_error or ''}")
-            inj = engine.before_call(CallContext(framework="cli", messages=[Message(role="user", content=text)]))
+            inj = engine.before_call(
+                CallContext(framework="cli", messages=[Message(role="user", content=text)])
+            )
             if as_json:
                 _print_json(
                     {
                         "query": inj.query,
                         "generation": inj.generation,
-                        "skills": [{"name": s.skill.name, "score": round(s.score, 4)} for s in inj.skills],
+                        "skills": [
+                            {"name": s.skill.name, "score": round(s.score, 4)} for s in inj.skills
+                        ],
                         "text": inj.text,
                     }
                 )

@@ -114,7 +114,8 @@ class ProxySettings(BaseModel):
         "https://api.openai.com/v1 (env METACLAW_PROXY__UPSTREAM_BASE_URL).",
     )
     upstream_api_key: SecretStr | None = Field(
-        None, description="Key sent upstream as a bearer token (env METACLAW_PROXY__UPSTREAM_API_KEY)."
+        None,
+        description="Key sent upstream as a bearer token (env METACLAW_PROXY__UPSTREAM_API_KEY).",
     )
     upstream_api_key_env: str = Field(
         "OPENAI_API_KEY", description="Environment variable read when upstream_api_key is unset."
@@ -144,12 +145,12 @@ class Settings(BaseSettings):
     )
 
     home: Path = Field(default=Path(DEFAULT_HOME), description="Data and config directory.")
-    store: StoreSettings = Field(default_factory=StoreSettings)  # type: ignore[arg-type]
-    embedding: EmbeddingSettings = Field(default_factory=EmbeddingSettings)  # type: ignore[arg-type]
-    retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings)  # type: ignore[arg-type]
-    capture: CaptureSettings = Field(default_factory=CaptureSettings)  # type: ignore[arg-type]
-    service: ServiceSettings = Field(default_factory=ServiceSettings)  # type: ignore[arg-type]
-    proxy: ProxySettings = Field(default_factory=ProxySettings)  # type: ignore[arg-type]
+    store: StoreSettings = Field(default_factory=StoreSettings)
+    embedding: EmbeddingSettings = Field(default_factory=EmbeddingSettings)
+    retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings)
+    capture: CaptureSettings = Field(default_factory=CaptureSettings)
+    service: ServiceSettings = Field(default_factory=ServiceSettings)
+    proxy: ProxySettings = Field(default_factory=ProxySettings)
     load_entrypoints: bool = Field(True, description="Load third-party plugins (group 'metaclaw').")
 
     @classmethod
@@ -161,7 +162,7 @@ class Settings(BaseSettings):
         dotenv_settings: PydanticBaseSettingsSource,
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
-        init_home = init_settings()  # type: ignore[no-untyped-call]
+        init_home = init_settings()
         home = init_home.get("home") or os.environ.get("METACLAW_HOME") or DEFAULT_HOME
         toml_file = Path(home).expanduser() / "config.toml"
         return (

@@ -36,7 +36,7 @@ NEW_SKILL = Skill(
     "the user asked for before answering.",
     source="demo",
 )
-FOLLOW_UP = "How long does the nightly job take, in minutes and seconds?"
+FOLLOW_UP = "Compare the monthly prices and the disk sizes of the two hosting plans"
 
 
 def scripted_model(messages: list[Message]) -> ModelOutput:
@@ -64,7 +64,10 @@ def run_demo(home: Path | None = None, console: Console | None = None) -> dict[s
     try:
         t0 = time.perf_counter()
         engine.wait_ready()
-        console.print(f"embedder ready in {time.perf_counter() - t0:.1f}s: {engine.status()['embedding_model']}")
+        console.print(
+            f"embedder ready in {time.perf_counter() - t0:.1f}s: "
+            f"{engine.status()['embedding_model']}"
+        )
         if not engine.library.live():
             gen = engine.import_skills(demo_skills_dir())
             console.print(f"seeded {len(gen.added)} skills -> generation {gen.number}")

@@ -70,7 +70,7 @@ class SentenceTransformerEmbedder:
     """all-MiniLM-L6-v2 (or any sentence-transformers model), loaded once, with a query LRU."""
 
     def __init__(self, settings: EmbeddingSettings | None = None, *, model: Any = None) -> None:
-        self.settings = settings or EmbeddingSettings()  # type: ignore[call-arg]
+        self.settings = settings or EmbeddingSettings()
         self.model_name = resolve_model_name(self.settings.model)
         self._model: Any = model
         self._error: BaseException | None = None
@@ -135,8 +135,9 @@ class SentenceTransformerEmbedder:
 
     def dimension(self) -> int:
         model = self._require_model()
-        get_dim = getattr(model, "get_embedding_dimension", None) or getattr(
-            model, "get_sentence_embedding_dimension"
+        get_dim = (
+            getattr(model, "get_embedding_dimension", None)
+            or model.get_sentence_embedding_dimension
         )
         return int(get_dim())
 
@@ -168,13 +169,13 @@ class SentenceTransformerEmbedder:
     def embed_query(self, text: str) -> Vector:
         key = normalise_query_key(text)
         with self._cache_lock:
-            vec = self._cache.get(key)
-            if vec is not None:
+            hit = self._cache.get(key)
+            if hit is not None:
                 self._cache.move_to_end(key)
                 self.cache_hits += 1
-                return vec
+                return hit
         self.cache_misses += 1
-        vec = self._encode([text])[0]
+        vec: Vector = self._encode([text])[0]
         vec.setflags(write=False)
         if self.settings.cache_size:
             with self._cache_lock:

@@ -131,11 +131,14 @@ class MetaClaw:
         snap = self._snapshot  # one reference: the whole call sees one generation
         self.last_call_at = time.time()
         try:
-            query = self.hook.metaclaw_extract_query(ctx=ctx, settings=self.settings) or ""
+            query = self._extract_query(ctx)
             qvec = self._query_vector(query) if query and len(snap) else None
-            found = self.hook.metaclaw_retrieve(
-                query=query, query_vector=qvec, snapshot=snap, ctx=ctx, settings=self.settings
-            ) or []
+            found = (
+                self.hook.metaclaw_retrieve(
+                    query=query, query_vector=qvec, snapshot=snap, ctx=ctx, settings=self.settings
+                )
+                or []
+            )
             chosen = choose_within_budget(found, self.settings.retrieval.token_budget)
             text = (
                 self.hook.metaclaw_render_injection(skills=chosen, ctx=ctx, settings=self.settings)
@@ -149,7 +152,9 @@ class MetaClaw:
                 query=query,
                 query_vector=qvec,
                 started_at=started,
-                degraded=None if qvec is not None or not query or not len(snap) else "embedder not ready",
+                degraded=None
+                if qvec is not None or not query or not len(snap)
+                else "embedder not ready",
             )
         except Exception as exc:
             self.faults.record("before_call", exc)
@@ -173,6 +178,9 @@ class MetaClaw:
             if wait <= 0 or not emb.wait_ready(wait):
                 return None
         return emb.embed_query(query)
+
+    def _extract_query(self, ctx: CallContext) -> str:
+        return self.hook.metaclaw_extract_query(ctx=ctx, settings=self.settings) or ""
 
     def _remember(self, injection: Injection) -> None:
         with self._pending_lock:
@@ -202,7 +210,11 @@ class MetaClaw:
                 cut["capped_output"] = 1
             if latency_ms is None and inj is not None and inj.started_at:
                 latency_ms = (time.perf_counter() - inj.started_at) * 1000.0
-            err = None if error is None else (error if isinstance(error, str) else f"{type(error).__name__}: {error}")
+            err = (
+                None
+                if error is None
+                else (error if isinstance(error, str) else f"{type(error).__name__}: {error}")
+            )
             traj = Trajectory.model_construct(
                 id=new_id(),
                 created_at=utcnow(),
@@ -213,7 +225,7 @@ class MetaClaw:
                 output=out,
                 injected_skills=inj.skill_names if inj is not None else [],
                 generation=inj.generation if inj is not None else self._snapshot.generation,
-                query=inj.query if inj is not None else "",
+                query=inj.query if inj is not None else self._extract_query(ctx),
                 latency_ms=latency_ms,
                 error=err,
                 outcome="error" if err else "unknown",
@@ -221,7 +233,9 @@ class MetaClaw:
                 rewards=[],
                 metadata={**ctx.metadata, **({"truncated": cut} if cut else {})},
             )
-            verdicts = self.hook.metaclaw_prepare_trajectory(trajectory=traj, settings=self.settings)
+            verdicts = self.hook.metaclaw_prepare_trajectory(
+                trajectory=traj, settings=self.settings
+            )
             if any(v is False for v in verdicts):
                 return None
             if self.writer is None:

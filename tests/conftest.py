@@ -13,9 +13,9 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-from metaclaw_core import MetaClaw, Settings  # noqa: E402
-from metaclaw_core.embeddings import SentenceTransformerEmbedder  # noqa: E402
-from tests.support.engines import SharedEmbedder, make_settings  # noqa: E402
+from metaclaw_core import MetaClaw, Settings
+from metaclaw_core.embeddings import SentenceTransformerEmbedder
+from tests.support.engines import SharedEmbedder, make_settings
 
 
 @pytest.fixture(scope="session")

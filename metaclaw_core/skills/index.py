@@ -62,10 +62,7 @@ class SkillSnapshot:
         if n == 0 or k <= 0 or self.matrix.shape[1] != query_vector.shape[0]:
             return []
         scores = self.matrix @ query_vector
-        if n > k:
-            idx = np.argpartition(-scores, k - 1)[:k]
-        else:
-            idx = np.arange(n)
+        idx = np.argpartition(-scores, k - 1)[:k] if n > k else np.arange(n)
         chosen = sorted(
             (i for i in idx.tolist() if scores[i] >= min_similarity),
             key=lambda i: (-float(scores[i]), self.skills[i].name),

@@ -157,7 +157,10 @@ class SkillLibrary:
         )
 
     def all_versions(self) -> list[Skill]:
-        return [self._to_skill(r) for r in sorted(self._rows(), key=lambda r: (r["name"], r["generation_added"] or 0))]
+        return [
+            self._to_skill(r)
+            for r in sorted(self._rows(), key=lambda r: (r["name"], r["generation_added"] or 0))
+        ]
 
     def snapshot(self) -> SkillSnapshot:
         """An immutable index of the current generation (reads the store; off the hot path)."""
@@ -184,7 +187,9 @@ class SkillLibrary:
         names = [names] if isinstance(names, str) else list(names)
         return self.apply(retired=names, reason=reason)
 
-    def import_dir(self, path: Path, *, reason: str | None = None, replace: bool = False) -> Generation:
+    def import_dir(
+        self, path: Path, *, reason: str | None = None, replace: bool = False
+    ) -> Generation:
         """Import ``<name>/SKILL.md`` folders: all files are parsed and vetted before any write.
 
         Names already live are an error unless ``replace`` (then they are updated).
@@ -251,9 +256,7 @@ class SkillLibrary:
                 raise SkillFormatError(f"skill named more than once in one change: {dupes}")
             for s in added:
                 if s.name in live_rows:
-                    raise SkillFormatError(
-                        f"skill {s.name!r} is already live; update it instead"
-                    )
+                    raise SkillFormatError(f"skill {s.name!r} is already live; update it instead")
             for n in [s.name for s in updated] + retired:
                 if n not in live_rows:
                     raise SkillNotFoundError(f"metaclaw: no live skill named {n!r}")

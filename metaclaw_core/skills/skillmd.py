@@ -28,7 +28,9 @@ def parse_skill_md(text: str, *, path: Path | str = "<string>", source: str = "i
         raise SkillFormatError("file contains a NUL byte", path=path, line=1)
     lines = text.lstrip("\ufeff").splitlines()
     if not lines or lines[0].strip() != "---":
-        raise SkillFormatError("missing front matter: the first line must be '---'", path=path, line=1)
+        raise SkillFormatError(
+            "missing front matter: the first line must be '---'", path=path, line=1
+        )
     end = next((i for i in range(1, len(lines)) if lines[i].strip() == "---"), None)
     if end is None:
         raise SkillFormatError(
@@ -40,11 +42,17 @@ def parse_skill_md(text: str, *, path: Path | str = "<string>", source: str = "i
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark
         line = (mark.line + 2) if mark is not None else 2
-        raise SkillFormatError(f"front matter is not valid YAML: {exc.problem}", path=path, line=line) from None
+        raise SkillFormatError(
+            f"front matter is not valid YAML: {exc.problem}", path=path, line=line
+        ) from None
     except yaml.YAMLError as exc:
-        raise SkillFormatError(f"front matter is not valid YAML: {exc}", path=path, line=2) from None
+        raise SkillFormatError(
+            f"front matter is not valid YAML: {exc}", path=path, line=2
+        ) from None
     if not isinstance(front, dict):
-        raise SkillFormatError("front matter must be a mapping of keys to values", path=path, line=2)
+        raise SkillFormatError(
+            "front matter must be a mapping of keys to values", path=path, line=2
+        )
 
     def key_line(key: str) -> int:
         for i in range(1, end):
@@ -56,7 +64,11 @@ def parse_skill_md(text: str, *, path: Path | str = "<string>", source: str = "i
         if key not in front:
             raise SkillFormatError(f"front matter has no '{key}'", path=path, line=2)
     for key in ("name", "description", "category"):
-        if key in front and front[key] is not None and not isinstance(front[key], str | int | float):
+        if (
+            key in front
+            and front[key] is not None
+            and not isinstance(front[key], str | int | float)
+        ):
             raise SkillFormatError(f"'{key}' must be a string", path=path, line=key_line(key))
     body = "\n".join(lines[end + 1 :]).strip()
     category = front.get("category")

@@ -184,7 +184,9 @@ class Store:
             except StoreError:
                 raise
             except Exception as exc:
-                raise StoreError(f"metaclaw: cannot open table {name!r} in {self.uri!r}: {exc}") from exc
+                raise StoreError(
+                    f"metaclaw: cannot open table {name!r} in {self.uri!r}: {exc}"
+                ) from exc
             self._tables[name] = tbl
             return tbl
 

@@ -13,6 +13,7 @@ whose lock can be taken belongs to a dead process and is replayed by whoever tak
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import logging
 import os
@@ -175,9 +176,7 @@ class CaptureJournal:
             if self._fd >= 0:
                 os.close(self._fd)
                 self._fd = -1
-            clean = all(
-                (not s.dirty and s.settled >= s.appended) for s in self._segments.values()
-            )
+            clean = all((not s.dirty and s.settled >= s.appended) for s in self._segments.values())
             if clean:
                 shutil.rmtree(self.dir, ignore_errors=True)
             fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
@@ -228,7 +227,5 @@ def release_orphan(folder: Path, fd: int, *, remove: bool) -> None:
 
 
 def _unlink(path: Path) -> None:
-    try:
+    with contextlib.suppress(FileNotFoundError):
         path.unlink()
-    except FileNotFoundError:
-        pass

@@ -19,10 +19,12 @@ def encode_trajectory(trajectory: Trajectory, vector: Vector | None) -> bytes:
     """One JSON line; the vector travels as base64 float32 (no float formatting cost)."""
     vec = "null"
     if vector is not None:
-        vec = '"' + base64.b64encode(np.ascontiguousarray(vector, np.float32).tobytes()).decode() + '"'
-    return (
-        b'{"k":"t","v":' + vec.encode() + b',"d":' + trajectory.model_dump_json().encode() + b"}"
-    )
+        vec = (
+            '"'
+            + base64.b64encode(np.ascontiguousarray(vector, np.float32).tobytes()).decode()
+            + '"'
+        )
+    return b'{"k":"t","v":' + vec.encode() + b',"d":' + trajectory.model_dump_json().encode() + b"}"
 
 
 def encode_reward(reward: Reward) -> bytes:

@@ -94,9 +94,7 @@ class TrajectoryStore:
         if not rewards:
             return
         table = self._rewards(create=True)
-        table.add(
-            pa.Table.from_pylist([r.model_dump() for r in rewards], schema=rewards_schema())
-        )
+        table.add(pa.Table.from_pylist([r.model_dump() for r in rewards], schema=rewards_schema()))
 
     def optimize(self) -> None:
         for name in (TRAJECTORIES, REWARDS):

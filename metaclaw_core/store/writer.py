@@ -61,7 +61,9 @@ class CaptureWriter:
         self._retry_at = 0.0
         self._commits = 0
         self.stats: Counter[str] = Counter()
-        self._thread = threading.Thread(target=self._run, name="metaclaw-capture-writer", daemon=True)
+        self._thread = threading.Thread(
+            target=self._run, name="metaclaw-capture-writer", daemon=True
+        )
 
     def start(self) -> None:
         self._thread.start()
@@ -216,7 +218,9 @@ class CaptureWriter:
                     kind, payload, vec = decode(line)
                 except Exception as exc:
                     self.stats["corrupt_records"] += 1
-                    log.warning("metaclaw: skipping unreadable spool record %s:%d: %s", path, lineno, exc)
+                    log.warning(
+                        "metaclaw: skipping unreadable spool record %s:%d: %s", path, lineno, exc
+                    )
                     continue
                 if kind == KIND_TRAJECTORY:
                     trajs.append((payload, vec))

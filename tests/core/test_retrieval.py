@@ -1,3 +1,4 @@
+import itertools
 from typing import Any
 
 import numpy as np
@@ -8,17 +9,28 @@ from metaclaw_core.plugins.render import BLOCK_START, render_block, strip_inject
 from metaclaw_core.skills.index import SkillSnapshot
 
 SKILLS = [
-    Skill(name="iso-timestamps", description="When writing or logging dates and times",
-          body="Write timestamps in ISO 8601 with an explicit offset."),
-    Skill(name="confirm-deletes", description="When deleting or overwriting files",
-          body="List what will be deleted and ask for confirmation first."),
-    Skill(name="sql-safety", description="When writing SQL queries",
-          body="Use parameterised queries; never build SQL by string concatenation."),
+    Skill(
+        name="iso-timestamps",
+        description="When writing or logging dates and times",
+        body="Write timestamps in ISO 8601 with an explicit offset.",
+    ),
+    Skill(
+        name="confirm-deletes",
+        description="When deleting or overwriting files",
+        body="List what will be deleted and ask for confirmation first.",
+    ),
+    Skill(
+        name="sql-safety",
+        description="When writing SQL queries",
+        body="Use parameterised queries; never build SQL by string concatenation.",
+    ),
 ]
 
 
 def ctx(text: str, system: str = "You are helpful.") -> CallContext:
-    return CallContext(messages=[Message(role="system", content=system), Message(role="user", content=text)])
+    return CallContext(
+        messages=[Message(role="system", content=system), Message(role="user", content=text)]
+    )
 
 
 def test_top_k_over_the_matrix_matches_brute_force() -> None:
@@ -32,7 +44,7 @@ def test_top_k_over_the_matrix_matches_brute_force() -> None:
     unit = vecs / np.linalg.norm(vecs, axis=1, keepdims=True)
     want = np.argsort(-(unit @ q))[:5]
     assert [s.skill.name for s in got] == [f"s{i}" for i in want]
-    assert all(a.score >= b.score for a, b in zip(got, got[1:], strict=False))
+    assert all(a.score >= b.score for a, b in itertools.pairwise(got))
     assert snap.top_k(q, 5, 2.0) == []  # nothing reaches an impossible floor
 
 
@@ -59,7 +71,10 @@ def test_envelope_does_not_change_what_is_retrieved(engine: MetaClaw) -> None:
     engine.add_skills(SKILLS)
     plain = engine.before_call(ctx("Delete the temp files in build/"))
     wrapped = engine.before_call(
-        ctx("[Tue 2026-12-01 08:00 UTC] Delete the temp files in build/\nRuntime: agent=x | session=y")
+        ctx(
+            "[Tue 2026-12-01 08:00 UTC] Delete the temp files in build/\n"
+            "Runtime: agent=x | session=y"
+        )
     )
     assert plain.skill_names == wrapped.skill_names == ["confirm-deletes"]
     assert wrapped.text == plain.text

@@ -8,7 +8,7 @@ from metaclaw_core.skills.skillmd import dump_skill_md, parse_skill_md, read_ski
 # The format of the paper's released skills (memory_data/skills/<name>/SKILL.md).
 PAPER_STYLE = """---
 name: debug-systematically
-description: "Use this skill when a test is failing, code behaves unexpectedly, or there is a bug to diagnose."
+description: "Use this skill when a test is failing, or there is a bug to diagnose."
 ---
 
 # Debug Systematically
@@ -35,7 +35,9 @@ def test_parses_the_papers_skill_format() -> None:
 
 
 def test_round_trips_through_dump() -> None:
-    s = Skill(name="a-b", description='Has "quotes": and colons', body="Line 1\n---\nLine 3", category="x")
+    s = Skill(
+        name="a-b", description='Has "quotes": and colons', body="Line 1\n---\nLine 3", category="x"
+    )
     again = parse_skill_md(dump_skill_md(s))
     assert (again.name, again.description, again.body, again.category) == (
         s.name,
@@ -56,7 +58,9 @@ def test_round_trips_through_dump() -> None:
         ("---\nname: ok\ndescription: fine\n---\n\n", 5, "body is empty"),
     ],
 )
-def test_malformed_file_names_file_and_line(tmp_path: Path, text: str, line: int, message: str) -> None:
+def test_malformed_file_names_file_and_line(
+    tmp_path: Path, text: str, line: int, message: str
+) -> None:
     path = write(tmp_path, "bad", text)
     with pytest.raises(SkillFormatError) as info:
         read_skill_dir(tmp_path)
@@ -80,7 +84,9 @@ def test_import_is_all_or_nothing(engine: MetaClaw, tmp_path: Path) -> None:
 def test_import_then_export_reproduces_the_files(engine: MetaClaw, tmp_path: Path) -> None:
     root = tmp_path / "in"
     write(root, "debug-systematically", PAPER_STYLE)
-    write(root, "tidy", "---\nname: tidy\ndescription: Keep it tidy\ncategory: style\n---\nTidy up.\n")
+    write(
+        root, "tidy", "---\nname: tidy\ndescription: Keep it tidy\ncategory: style\n---\nTidy up.\n"
+    )
     gen = engine.import_skills(root)
     assert gen.added == ["debug-systematically", "tidy"]
     paths = engine.library.export_dir(tmp_path / "out")

@@ -1,0 +1,126 @@
+"""``create_app``: the FastAPI application of ``metaclaw serve``, wired around one engine.
+
+Middleware, outermost first: request metrics, bearer auth (when a token is set), body size
+limit. Routes: the engine API (:mod:`.api`), the OpenAI-compatible proxy (:mod:`.proxy`),
+``/healthz`` (never needs the token), ``/metrics`` and the OpenAPI docs at ``/docs``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Iterable
+from contextlib import asynccontextmanager
+from typing import Any
+
+from fastapi import FastAPI
+from fastapi.responses import PlainTextResponse
+
+from metaclaw_core import __version__
+from metaclaw_core.config import Settings
+from metaclaw_core.engine import MetaClaw
+from metaclaw_core.service import api, proxy
+from metaclaw_core.service.auth import BearerAuth, check_bind
+from metaclaw_core.service.errors import install_error_handlers
+from metaclaw_core.service.limits import BodySizeLimit
+from metaclaw_core.service.metrics import CONTENT_TYPE, LabelValues, RequestMetrics
+from metaclaw_core.service.state import ServiceState
+
+DESCRIPTION = """\
+The MetaClaw engine over HTTP: choose skills before an LLM call (`/v1/inject`), capture it
+after (`/v1/trajectories`), rate it (`/v1/feedback`), manage the skill library, and an
+OpenAI-compatible `/v1/chat/completions` proxy that does all of it for clients that can only
+change their base URL. With a token set, every route but `/healthz` needs
+`Authorization: Bearer <token>`.
+"""
+
+
+def _gauges(state: ServiceState) -> None:
+    engine, r = state.engine, state.metrics.registry
+
+    def one(read: Any) -> Any:
+        return lambda: [((), float(read()))]
+
+    r.gauge("metaclaw_skill_generation", "Skill generation being served.", one(lambda: engine.generation))
+    r.gauge("metaclaw_live_skills", "Live skills in the served generation.", one(lambda: len(engine.snapshot)))
+    r.gauge("metaclaw_embedder_ready", "1 once the query embedder is loaded.", one(lambda: engine.embedder.ready))
+
+    def queue() -> Iterable[tuple[LabelValues, float]]:
+        w = engine.writer
+        return [((), float(w.queue_depth if w else 0))]
+
+    def spool() -> Iterable[tuple[LabelValues, float]]:
+        w = engine.writer
+        return [((), float(w.journal.pending if w else 0))]
+
+    def faults() -> Iterable[tuple[LabelValues, float]]:
+        return [((where,), float(n)) for where, n in sorted(engine.faults.counts.items())]
+
+    r.gauge("metaclaw_capture_queue_depth", "Captures waiting for the writer.", queue)
+    r.gauge("metaclaw_capture_spool_pending", "Journaled captures not yet in the store.", spool)
+    r.gauge(
+        "metaclaw_faults_total",
+        "Internal errors the engine failed open on, by where.",
+        faults,
+        labels=("where",),
+    )
+
+
+def create_app(
+    engine: MetaClaw | None = None,
+    settings: Settings | None = None,
+    *,
+    own_engine: bool | None = None,
+) -> FastAPI:
+    """Build the service around ``engine`` (default: a new one from ``settings``).
+
+    The app closes the engine on shutdown when it created it, or when ``own_engine``.
+    ``settings`` defaults to the engine's.
+    """
+    if engine is None:
+        engine = MetaClaw(settings or Settings())
+        own_engine = True if own_engine is None else own_engine
+    settings = settings or engine.settings
+    token = settings.service.token.get_secret_value() if settings.service.token else None
+    check_bind(settings.service.host, token)
+    state = ServiceState(engine=engine, settings=settings)
+    _gauges(state)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        state.http = proxy.make_upstream_client(state)
+        try:
+            yield
+        finally:
+            await state.http.aclose()
+            if own_engine:
+                await asyncio.to_thread(engine.close)
+
+    app = FastAPI(
+        title="MetaClaw",
+        version=__version__,
+        description=DESCRIPTION,
+        lifespan=lifespan,
+        docs_url="/docs",
+        redoc_url=None,
+    )
+    app.state.metaclaw = state
+    install_error_handlers(app)
+    app.include_router(api.router)
+    app.include_router(proxy.router)
+
+    @app.get("/healthz", tags=["service"])
+    async def healthz() -> dict[str, Any]:
+        """Liveness (no token needed): the process answers; ``ready`` once the embedder is."""
+        return {"ok": True, "ready": engine.embedder.ready, "generation": engine.generation}
+
+    @app.get("/metrics", response_class=PlainTextResponse, tags=["service"])
+    async def metrics() -> PlainTextResponse:
+        """Prometheus text exposition format."""
+        return PlainTextResponse(state.metrics.registry.render(), media_type=CONTENT_TYPE)
+
+    # add_middleware wraps: the last added is the outermost.
+    app.add_middleware(BodySizeLimit, max_bytes=settings.service.max_request_bytes)
+    if token:
+        app.add_middleware(BearerAuth, token=token)
+    app.add_middleware(RequestMetrics, metrics=state.metrics)
+    return app

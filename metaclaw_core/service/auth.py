@@ -1,0 +1,76 @@
+"""Who may call the service: the bind policy and the bearer-token check.
+
+A loopback bind may run without a token; any other bind refuses to start without one. With a
+token, every route but ``/healthz`` requires ``Authorization: Bearer <token>``. The token is
+compared in constant time and never logged.
+"""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from metaclaw_core.errors import ConfigError
+from metaclaw_core.service.errors import error_bytes
+
+OPEN_PATHS = frozenset({"/healthz"})
+
+
+def is_loopback(host: str) -> bool:
+    """True only for addresses that cannot be reached from another machine."""
+    host = host.strip().strip("[]")
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False  # a host name could resolve anywhere: treat it as exposed
+
+
+def check_bind(host: str, token: str | None) -> None:
+    """Raise :class:`ConfigError` when ``host`` is not loopback and there is no token."""
+    if not is_loopback(host) and not token:
+        raise ConfigError(
+            f"metaclaw: refusing to listen on {host} without a token: anyone who can reach it "
+            "could read your trajectories and change your skills. Set METACLAW_SERVICE__TOKEN "
+            "(clients then send 'Authorization: Bearer <token>'), or bind 127.0.0.1."
+        )
+
+
+class BearerAuth:
+    """ASGI middleware: 401 unless the request carries the service token."""
+
+    def __init__(self, app: ASGIApp, token: str) -> None:
+        self.app = app
+        self._expected = f"Bearer {token}".encode()
+
+    def _authorised(self, scope: Scope) -> bool:
+        for name, value in scope.get("headers", ()):
+            if name == b"authorization":
+                return hmac.compare_digest(value.strip(), self._expected)
+        return False
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"] in OPEN_PATHS or self._authorised(scope):
+            await self.app(scope, receive, send)
+            return
+        body = error_bytes(
+            "missing or wrong bearer token: send 'Authorization: Bearer <token>' with the "
+            "token the service was started with (METACLAW_SERVICE__TOKEN)",
+            type="authentication_error",
+            code="invalid_token",
+        )
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 401,
+                "headers": [
+                    (b"content-type", b"application/json"),
+                    (b"content-length", str(len(body)).encode()),
+                    (b"www-authenticate", b'Bearer realm="metaclaw"'),
+                ],
+            }
+        )
+        await send({"type": "http.response.body", "body": body})

@@ -1,0 +1,67 @@
+"""What the routes of one service share: the engine, settings, metrics, session ledger and
+upstream client, and the capture step that both the engine API and the proxy end with."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+from starlette.requests import Request
+
+from metaclaw_core.config import Settings
+from metaclaw_core.engine import MetaClaw
+from metaclaw_core.models import CallContext, Injection, ModelOutput
+from metaclaw_core.service.metrics import ServiceMetrics
+from metaclaw_core.service.sessions import SessionLedger
+
+
+@dataclass
+class ServiceState:
+    engine: MetaClaw
+    settings: Settings
+    metrics: ServiceMetrics = field(default_factory=ServiceMetrics)
+    ledger: SessionLedger = field(default_factory=SessionLedger)
+    started_at: float = field(default_factory=time.time)
+    http: httpx.AsyncClient | None = None
+
+    async def inject(self, ctx: CallContext) -> Injection:
+        """``engine.abefore_call`` plus the metrics (never raises: the engine fails open)."""
+        started = time.perf_counter()
+        injection = await self.engine.abefore_call(ctx)
+        m = self.metrics
+        m.inject_seconds.observe(time.perf_counter() - started, ctx.framework)
+        result = "degraded" if injection.degraded else ("injected" if injection.text else "empty")
+        m.injections.inc(ctx.framework, result)
+        if injection.skills:
+            m.injected_skills.inc(ctx.framework, by=len(injection.skills))
+        return injection
+
+    async def capture(
+        self,
+        ctx: CallContext,
+        output: ModelOutput | str | None,
+        *,
+        injection: Injection | None = None,
+        error: str | None = None,
+        latency_ms: float | None = None,
+    ) -> str | None:
+        """``engine.after_call`` plus the ledger and metrics. Returns the trajectory id."""
+        kwargs: dict[str, Any] = {"injection": injection, "error": error, "latency_ms": latency_ms}
+        if self.settings.store.fsync:
+            # An fsync per capture can take milliseconds: keep it off the event loop.
+            tid = await asyncio.to_thread(self.engine.after_call, ctx, output, **kwargs)
+        else:
+            tid = self.engine.after_call(ctx, output, **kwargs)  # a journal append + enqueue
+        self.metrics.captures.inc(ctx.framework, "stored" if tid else "dropped")
+        if tid:
+            self.ledger.record(ctx.call_id, ctx.session_id, tid, failed=error is not None)
+        return tid
+
+
+def service_state(request: Request) -> ServiceState:
+    """FastAPI dependency: the state of the app serving ``request``."""
+    state: ServiceState = request.app.state.metaclaw
+    return state
