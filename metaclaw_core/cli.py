@@ -394,6 +394,12 @@ def demo(
         run_demo(home=home, console=out)
 
 
+# `metaclaw serve` and `metaclaw openclaw ...` (FastAPI/uvicorn load only when they run).
+from metaclaw_core.service.cli import register as _register_service  # noqa: E402
+
+_register_service(app)
+
+
 def main() -> None:
     app()
 

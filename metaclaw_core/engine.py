@@ -182,6 +182,13 @@ class MetaClaw:
     def _extract_query(self, ctx: CallContext) -> str:
         return self.hook.metaclaw_extract_query(ctx=ctx, settings=self.settings) or ""
 
+    def _query_for_capture(self, ctx: CallContext) -> str:
+        try:
+            return self._extract_query(ctx)
+        except Exception as exc:  # a broken extractor must not cost the capture
+            self.faults.record("query extraction", exc)
+            return ""
+
     def _remember(self, injection: Injection) -> None:
         with self._pending_lock:
             self._pending[injection.call_id] = injection
@@ -225,7 +232,7 @@ class MetaClaw:
                 output=out,
                 injected_skills=inj.skill_names if inj is not None else [],
                 generation=inj.generation if inj is not None else self._snapshot.generation,
-                query=inj.query if inj is not None else self._extract_query(ctx),
+                query=inj.query if inj is not None else self._query_for_capture(ctx),
                 latency_ms=latency_ms,
                 error=err,
                 outcome="error" if err else "unknown",
@@ -310,8 +317,10 @@ class MetaClaw:
 
     def refresh_snapshot(self) -> SkillSnapshot:
         """Rebuild the index from the store and swap it in by reference (off the hot path)."""
+        # Build outside the lock: the library takes its own lock, and a library change calls
+        # back into here while holding it (lock-order inversion otherwise).
+        snap = self.library.snapshot()
         with self._snapshot_lock:
-            snap = self.library.snapshot()
             if snap.generation >= self._snapshot.generation or not self._snapshot_loaded.is_set():
                 self._snapshot = snap
             self._snapshot_loaded.set()

@@ -113,5 +113,15 @@ def metaclaw_generation_advanced(generation: Generation, skills: list[Skill]) ->
     """Observe a new generation of the library (``skills`` is its live set)."""
 
 
+@hookspec
+def metaclaw_session_ended(session_id: str, reason: str | None, trajectory_ids: list[str]) -> None:
+    """Observe the end of a host session (``POST /v1/sessions/{id}/end``, OpenClaw's
+    ``session_end``): the cue to look at the session's failures.
+
+    ``trajectory_ids`` are the captures of the session this process saw (possibly incomplete
+    after a restart). Called off the hot path; exceptions are logged and swallowed.
+    """
+
+
 def hook_names() -> list[str]:
     return [name for name in globals() if name.startswith("metaclaw_")]

@@ -29,22 +29,63 @@ PATTERNS: dict[str, str] = {
         r"|auth[_-]?token)[\"']?\s{0,3}[:=]\s{0,3}[\"']?)[^\s\"',;]{6,}"
     ),
 }
-_KINDS = {k.replace("-", "_") for k in PATTERNS}
-_COMBINED = re.compile("|".join(f"(?P<{k.replace('-', '_')}>{p})" for k, p in PATTERNS.items()))
+# Lower-case literals, one of which every match of the pattern contains. Checking them with
+# `in` costs microseconds; running the patterns over every text cost ~0.4 ms per call.
+TRIGGERS: dict[str, tuple[str, ...]] = {
+    "private-key": ("private key-----",),
+    "anthropic-key": ("sk-ant-",),
+    "openai-key": ("sk-",),
+    "tinker-key": ("tml-",),
+    "aws-access-key": ("akia", "asia"),
+    "github-token": ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
+    "slack-token": ("xoxa-", "xoxb-", "xoxp-", "xoxo-", "xoxs-", "xoxr-"),
+    "google-api-key": ("aiza",),
+    "huggingface-token": ("hf_",),
+    "jwt": ("eyj",),
+    "bearer-token": ("bearer",),
+    "assigned-secret": ("passw", "secret", "key", "token"),
+}
+_COMPILED = {kind: re.compile(p) for kind, p in PATTERNS.items()}
+
+
+# Conversations resend their history every turn: most texts were seen on an earlier call.
+_SEEN: dict[str, tuple[str, int]] = {}
+_SEEN_MAX = 4096
 
 
 def redact_text(text: str) -> tuple[str, int]:
     """Return the text with secrets replaced, and how many were replaced."""
+    if len(text) < 8:
+        return text, 0
+    hit = _SEEN.get(text)
+    if hit is not None:
+        return hit
+    result = _redact(text)
+    if len(_SEEN) >= _SEEN_MAX:
+        _SEEN.clear()  # crude but O(1) and lock-free; the next calls refill it
+    _SEEN[text] = result
+    return result
+
+
+def _redact(text: str) -> tuple[str, int]:
+    lower = text.lower()
     count = 0
+    for kind, triggers in TRIGGERS.items():
+        if not any(t in lower for t in triggers):
+            continue
 
-    def sub(m: re.Match[str]) -> str:
-        nonlocal count
-        count += 1
-        kind = next(k for k, v in m.groupdict().items() if v is not None and k in _KINDS)
-        prefix = m.group("bearer_prefix") or m.group("assigned_prefix") or ""
-        return f"{prefix}[REDACTED:{kind.replace('_', '-')}]"
+        def sub(m: re.Match[str], kind: str = kind) -> str:
+            nonlocal count
+            count += 1
+            groups = m.groupdict()
+            prefix = groups.get("bearer_prefix") or groups.get("assigned_prefix") or ""
+            return f"{prefix}[REDACTED:{kind}]"
 
-    return _COMBINED.sub(sub, text), count
+        new = _COMPILED[kind].sub(sub, text)
+        if new is not text and new != text:
+            text = new
+            lower = text.lower()
+    return text, count
 
 
 def redact_trajectory(t: Trajectory) -> int:

@@ -19,4 +19,8 @@ def metaclaw_retrieve(
 ) -> list[ScoredSkill]:
     if query_vector is None or not query:
         return []
-    return snapshot.top_k(query_vector, settings.retrieval.top_k, settings.retrieval.min_similarity)
+    k = settings.retrieval.top_k
+    wanted = ctx.metadata.get("top_k")  # a per-call limit, e.g. the OpenClaw plugin's topK
+    if isinstance(wanted, int) and not isinstance(wanted, bool) and 0 <= wanted <= 50:
+        k = wanted
+    return snapshot.top_k(query_vector, k, settings.retrieval.min_similarity)

@@ -40,9 +40,21 @@ def _gauges(state: ServiceState) -> None:
     def one(read: Any) -> Any:
         return lambda: [((), float(read()))]
 
-    r.gauge("metaclaw_skill_generation", "Skill generation being served.", one(lambda: engine.generation))
-    r.gauge("metaclaw_live_skills", "Live skills in the served generation.", one(lambda: len(engine.snapshot)))
-    r.gauge("metaclaw_embedder_ready", "1 once the query embedder is loaded.", one(lambda: engine.embedder.ready))
+    r.gauge(
+        "metaclaw_skill_generation",
+        "Skill generation being served.",
+        one(lambda: engine.generation),
+    )
+    r.gauge(
+        "metaclaw_live_skills",
+        "Live skills in the served generation.",
+        one(lambda: len(engine.snapshot)),
+    )
+    r.gauge(
+        "metaclaw_embedder_ready",
+        "1 once the query embedder is loaded.",
+        one(lambda: engine.embedder.ready),
+    )
 
     def queue() -> Iterable[tuple[LabelValues, float]]:
         w = engine.writer

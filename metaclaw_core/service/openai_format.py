@@ -57,6 +57,10 @@ def validate_chat_request(body: Any) -> dict[str, Any]:
     return body
 
 
+def _obj(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
 def content_text(content: Any) -> str:
     """The text of a message's content (a string, or the text parts of an array)."""
     if content is None:
@@ -81,7 +85,7 @@ def _tool_calls(raw: Any) -> list[ToolCall]:
     for c in raw:
         if not isinstance(c, dict):
             continue
-        fn = c.get("function") if isinstance(c.get("function"), dict) else {}
+        fn = _obj(c.get("function"))
         args = fn.get("arguments", "")
         calls.append(
             ToolCall.model_construct(
@@ -155,8 +159,8 @@ def output_from_completion(data: Any) -> ModelOutput:
     if not isinstance(data, dict):
         return ModelOutput()
     choices = data.get("choices") or []
-    first = choices[0] if choices and isinstance(choices[0], dict) else {}
-    message = first.get("message") if isinstance(first.get("message"), dict) else {}
+    first = _obj(choices[0] if choices else None)
+    message = _obj(first.get("message"))
     return ModelOutput.model_construct(
         text=content_text(message.get("content")),
         tool_calls=_tool_calls(message.get("tool_calls")),
@@ -235,7 +239,7 @@ class StreamAccumulator:
                 )
                 if call.get("id"):
                     slot["id"] = call["id"]
-                fn = call.get("function") if isinstance(call.get("function"), dict) else {}
+                fn = _obj(call.get("function"))
                 if fn.get("name"):
                     slot["name"] += fn["name"]
                 if isinstance(fn.get("arguments"), str):

@@ -118,7 +118,9 @@ def _upstream_headers(state: ServiceState, request: Request) -> dict[str, str]:
     return headers
 
 
-def _response_headers(upstream: httpx.Response, injection: Injection | None, call_id: str) -> dict[str, str]:
+def _response_headers(
+    upstream: httpx.Response, injection: Injection | None, call_id: str
+) -> dict[str, str]:
     headers = {k: upstream.headers[k] for k in PASS_HEADERS if k in upstream.headers}
     headers["x-metaclaw-call-id"] = call_id
     if injection is not None:
@@ -133,7 +135,9 @@ def _transport_error(state: ServiceState, exc: httpx.HTTPError) -> tuple[str, Re
     where = redact_url(state.settings.proxy.upstream_base_url)
     message = f"metaclaw proxy: upstream {where} failed: {kind}: {exc}".rstrip(": ")
     status = 504 if isinstance(exc, httpx.TimeoutException) else 502
-    return message, error_response(status, message, type="upstream_error", code="upstream_unreachable")
+    return message, error_response(
+        status, message, type="upstream_error", code="upstream_unreachable"
+    )
 
 
 @router.post("/chat/completions", openapi_extra=_CHAT_SCHEMA, response_model=None)

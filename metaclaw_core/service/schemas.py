@@ -9,7 +9,14 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from metaclaw_core.models import Generation, Message, ModelOutput, Skill
 
@@ -132,6 +139,16 @@ class SkillIn(_Request):
     body: str
     category: str | None = Field(None, max_length=64)
     source: str = Field("api", max_length=64)
+
+    @model_validator(mode="after")
+    def _valid_skill(self) -> SkillIn:
+        try:
+            self.to_skill()
+        except ValidationError as exc:  # the core's rules (slug, one line, sizes), as a 422
+            raise ValueError(
+                "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+            ) from None
+        return self
 
     def to_skill(self) -> Skill:
         return Skill(

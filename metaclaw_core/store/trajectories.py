@@ -6,11 +6,12 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 from pydantic import TypeAdapter
 
-from metaclaw_core.embeddings import Vector
 from metaclaw_core.models import Message, ModelOutput, Reward, Trajectory
+from metaclaw_core.store.records import EncodedTrajectory
 from metaclaw_core.store.db import (
     REWARDS,
     TRAJECTORIES,
@@ -59,36 +60,46 @@ class TrajectoryStore:
         return None
 
     # -- writing (background writer only) ------------------------------------------------
-    def write(self, items: Sequence[tuple[Trajectory, Vector | None]]) -> None:
+    def write(self, items: Sequence[EncodedTrajectory]) -> None:
+        """Append one batch, column by column from the parts serialised on the hot path."""
         if not items:
             return
-        hint = next((len(v) for _, v in items if v is not None), None)
+        hint = next((len(e.vector) for e in items if e.vector is not None), None)
         table = self._table(create=True, dim_hint=hint)
-        dim = self.store.vector_dim(TRAJECTORIES)
-        rows = []
-        for t, vec in items:
-            rows.append(
-                {
-                    "id": t.id,
-                    "created_at": t.created_at,
-                    "session_id": t.session_id,
-                    "framework": t.framework,
-                    "model": t.model,
-                    "generation": t.generation,
-                    "query": t.query,
-                    "messages_json": _MESSAGES.dump_json(t.messages).decode(),
-                    "output_json": t.output.model_dump_json(),
-                    "output_text": t.output.text,
-                    "injected_skills": list(t.injected_skills),
-                    "latency_ms": t.latency_ms,
-                    "error": t.error,
-                    "outcome": t.outcome,
-                    "truncated": t.truncated,
-                    "metadata_json": json.dumps(t.metadata, default=str),
-                    "vector": vec.tolist() if vec is not None and len(vec) == dim else None,
-                }
-            )
-        table.add(pa.Table.from_pylist(rows, schema=table.schema))
+        dim = self.store.vector_dim(TRAJECTORIES) or 0
+        ts = [e.trajectory for e in items]
+        has_vec = [e.vector is not None and len(e.vector) == dim for e in items]
+        flat = np.zeros((len(items), dim), dtype=np.float32)
+        for i, e in enumerate(items):
+            if has_vec[i]:
+                flat[i] = e.vector
+        vectors = pa.FixedSizeListArray.from_arrays(
+            pa.array(flat.reshape(-1), type=pa.float32()), dim, mask=pa.array([not h for h in has_vec])
+        )
+        schema = table.schema
+        columns = {
+            "id": [t.id for t in ts],
+            "created_at": [t.created_at for t in ts],
+            "session_id": [t.session_id for t in ts],
+            "framework": [t.framework for t in ts],
+            "model": [t.model for t in ts],
+            "generation": [t.generation for t in ts],
+            "query": [t.query for t in ts],
+            "messages_json": [e.messages_json for e in items],
+            "output_json": [e.output_json for e in items],
+            "output_text": [t.output.text for t in ts],
+            "injected_skills": [list(t.injected_skills) for t in ts],
+            "latency_ms": [t.latency_ms for t in ts],
+            "error": [t.error for t in ts],
+            "outcome": [t.outcome for t in ts],
+            "truncated": [t.truncated for t in ts],
+            "metadata_json": [e.metadata_json for e in items],
+        }
+        arrays = [
+            vectors if f.name == "vector" else pa.array(columns.get(f.name, [None] * len(items)), type=f.type)
+            for f in schema
+        ]
+        table.add(pa.Table.from_arrays(arrays, schema=schema))
 
     def write_rewards(self, rewards: Sequence[Reward]) -> None:
         if not rewards:

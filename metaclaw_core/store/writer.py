@@ -26,12 +26,19 @@ from metaclaw_core.store.journal import (
     release_orphan,
     segment_files,
 )
-from metaclaw_core.store.records import KIND_TRAJECTORY, decode, encode_reward, encode_trajectory
+from metaclaw_core.store.records import (
+    KIND_REWARD,
+    KIND_TRAJECTORY,
+    EncodedTrajectory,
+    decode,
+    encode_reward,
+    encode_trajectory,
+)
 from metaclaw_core.store.trajectories import TrajectoryStore
 
 log = logging.getLogger("metaclaw.writer")
 
-_Item = tuple[int, str, Any, Vector | None]  # (segment, kind, payload, vector)
+_Item = tuple[int, str, Any]  # (journal segment, kind, EncodedTrajectory or Reward)
 
 
 class CaptureWriter:
@@ -71,12 +78,13 @@ class CaptureWriter:
     # -- hot path ------------------------------------------------------------------------
     def submit_trajectory(self, trajectory: Trajectory, vector: Vector | None) -> None:
         """Durable once this returns (journaled); raises only if the journal write failed."""
-        seg = self.journal.append(encode_trajectory(trajectory, vector))
-        self._enqueue((seg, KIND_TRAJECTORY, trajectory, vector))
+        encoded = encode_trajectory(trajectory, vector)
+        seg = self.journal.append(encoded.line)
+        self._enqueue((seg, KIND_TRAJECTORY, encoded))
 
     def submit_reward(self, reward: Reward) -> None:
         seg = self.journal.append(encode_reward(reward))
-        self._enqueue((seg, "r", reward, None))
+        self._enqueue((seg, KIND_REWARD, reward))
 
     def _enqueue(self, item: _Item) -> None:
         try:
@@ -157,8 +165,8 @@ class CaptureWriter:
         if not self._healthy and time.monotonic() < self._retry_at:
             self.journal.mark_dirty(segments)
             return
-        trajs = [(p, v) for _, k, p, v in items if k == KIND_TRAJECTORY]
-        rewards = [p for _, k, p, _ in items if k != KIND_TRAJECTORY]
+        trajs = [p for _, k, p in items if k == KIND_TRAJECTORY]
+        rewards = [p for _, k, p in items if k == KIND_REWARD]
         try:
             self.trajectories.write(trajs)
             self.trajectories.write_rewards(rewards)
@@ -170,7 +178,7 @@ class CaptureWriter:
         self.journal.settle(Counter(seg for seg, *_ in items))
         self.stats["stored"] += len(trajs)
         self.stats["rewards"] += len(rewards)
-        self._after_commit([t for t, _ in trajs], rewards)
+        self._after_commit([e.trajectory for e in trajs], rewards)
 
     def _after_commit(self, trajs: list[Trajectory], rewards: list[Reward]) -> None:
         self._commits += 1
@@ -210,12 +218,12 @@ class CaptureWriter:
 
     def _replay_file(self, path: Path) -> bool:
         """Commit every record of ``path`` not already stored; True if all are in now."""
-        trajs: list[tuple[Trajectory, Vector | None]] = []
+        trajs: list[EncodedTrajectory] = []
         rewards: list[Reward] = []
         try:
             for lineno, line in read_records(path):
                 try:
-                    kind, payload, vec = decode(line)
+                    kind, payload = decode(line)
                 except Exception as exc:
                     self.stats["corrupt_records"] += 1
                     log.warning(
@@ -223,11 +231,11 @@ class CaptureWriter:
                     )
                     continue
                 if kind == KIND_TRAJECTORY:
-                    trajs.append((payload, vec))
+                    trajs.append(payload)
                 else:
                     rewards.append(payload)
-            have = self.trajectories.existing_ids([t.id for t, _ in trajs])
-            missing = [(t, v) for t, v in trajs if t.id not in have]
+            have = self.trajectories.existing_ids([e.trajectory.id for e in trajs])
+            missing = [e for e in trajs if e.trajectory.id not in have]
             have_r = self.trajectories.existing_rewards(rewards)
             missing_r = [
                 r for r in rewards if (r.trajectory_id, r.source, str(r.created_at)) not in have_r
@@ -242,7 +250,7 @@ class CaptureWriter:
         self._healthy = True
         self.stats["replayed"] += len(missing)
         if missing or missing_r:
-            self._after_commit([t for t, _ in missing], missing_r)
+            self._after_commit([e.trajectory for e in missing], missing_r)
         return True
 
     def _recover_orphans(self) -> None:

@@ -110,7 +110,7 @@ def test_secrets_are_redacted_before_the_spool_and_the_store(
     assert t is not None
     assert "[REDACTED:openai-key]" in t.messages[1].content
     assert "hunter2hunter2" not in t.output.tool_calls[0].arguments
-    assert t.metadata["redacted"] == 2
+    assert t.metadata["redacted"] == 3  # message, tool arguments, and the query
 
 
 def test_oversized_trajectory_is_capped_and_marked_not_dropped(

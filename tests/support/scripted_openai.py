@@ -157,7 +157,9 @@ class ScriptedOpenAI:
             while len(self.requests) < n:
                 left = deadline - time.monotonic()
                 if left <= 0:
-                    raise TimeoutError(f"scripted server got {len(self.requests)} requests, not {n}")
+                    raise TimeoutError(
+                        f"scripted server got {len(self.requests)} requests, not {n}"
+                    )
                 self._cond.wait(left)
             return list(self.requests)
 
@@ -252,8 +254,12 @@ class ScriptedOpenAI:
             "created": int(time.time()),
             "model": body.get("model") or self.models[0],
             "choices": [
-                {"index": 0, "message": message, "finish_reason": self._finish(reply),
-                 "logprobs": None}
+                {
+                    "index": 0,
+                    "message": message,
+                    "finish_reason": self._finish(reply),
+                    "logprobs": None,
+                }
             ],
             "usage": self._usage(reply, body),
         }
@@ -349,20 +355,36 @@ class ScriptedOpenAI:
                     ]
                     self._send_json(200, {"object": "list", "data": data})
                 else:
-                    self._send_json(404, {"error": {"message": f"no route {self.path}",
-                                                    "type": "invalid_request_error"}})
+                    self._send_json(
+                        404,
+                        {
+                            "error": {
+                                "message": f"no route {self.path}",
+                                "type": "invalid_request_error",
+                            }
+                        },
+                    )
 
             def do_POST(self) -> None:
                 req = self._read()
                 if not self.path.rstrip("/").endswith("/chat/completions"):
-                    self._send_json(404, {"error": {"message": f"no route {self.path}",
-                                                    "type": "invalid_request_error"}})
+                    self._send_json(
+                        404,
+                        {
+                            "error": {
+                                "message": f"no route {self.path}",
+                                "type": "invalid_request_error",
+                            }
+                        },
+                    )
                     return
                 try:
                     body = req.json or {}
                 except ValueError:
-                    self._send_json(400, {"error": {"message": "body is not JSON",
-                                                    "type": "invalid_request_error"}})
+                    self._send_json(
+                        400,
+                        {"error": {"message": "body is not JSON", "type": "invalid_request_error"}},
+                    )
                     return
                 reply = scripted._next_reply(req)
                 if reply.delay_s:
@@ -383,7 +405,9 @@ class ScriptedOpenAI:
                 for k, v in reply.headers.items():
                     self.send_header(k, v)
                 self.end_headers()
-                delay = scripted.chunk_delay_s if reply.chunk_delay_s is None else reply.chunk_delay_s
+                delay = (
+                    scripted.chunk_delay_s if reply.chunk_delay_s is None else reply.chunk_delay_s
+                )
                 try:
                     for i, data in enumerate(scripted.stream_chunks(reply, body)):
                         if i and delay:

@@ -20,8 +20,8 @@ from uuid import UUID
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import BaseMessage, ToolMessage
 from langchain_core.outputs import LLMResult
-from metaclaw_core import CallContext, Injection, Message, MetaClaw, ModelOutput
 
+from metaclaw_core import CallContext, Injection, Message, MetaClaw, ModelOutput
 from metaclaw_langchain._messages import message_key, to_message, to_output
 
 log = logging.getLogger("metaclaw.langchain")
@@ -99,7 +99,8 @@ class MetaClawCallbackHandler(BaseCallbackHandler):
                 meta = metadata or {}
                 session = self.session_id or meta.get("thread_id") or meta.get("session_id")
                 self._runs[run_id] = _Run(
-                    started=time.perf_counter(), session_id=None if session is None else str(session)
+                    started=time.perf_counter(),
+                    session_id=None if session is None else str(session),
                 )
                 if len(self._runs) > self.max_open_runs:
                     self._runs.popitem(last=False)
@@ -223,7 +224,12 @@ class MetaClawCallbackHandler(BaseCallbackHandler):
         self._finish(run_id, None)
 
     def on_llm_error(
-        self, error: BaseException, *, run_id: UUID, parent_run_id: UUID | None = None, **kwargs: Any
+        self,
+        error: BaseException,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        **kwargs: Any,
     ) -> None:
         run = self._run_of(run_id)
         if run is not None:
@@ -262,7 +268,12 @@ class MetaClawCallbackHandler(BaseCallbackHandler):
         self._finish(run_id, None)
 
     def on_tool_error(
-        self, error: BaseException, *, run_id: UUID, parent_run_id: UUID | None = None, **kwargs: Any
+        self,
+        error: BaseException,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        **kwargs: Any,
     ) -> None:
         self._finish(run_id, error)
 
@@ -288,7 +299,12 @@ class MetaClawCallbackHandler(BaseCallbackHandler):
         self._finish(run_id, None)
 
     def on_chain_error(
-        self, error: BaseException, *, run_id: UUID, parent_run_id: UUID | None = None, **kwargs: Any
+        self,
+        error: BaseException,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        **kwargs: Any,
     ) -> None:
         self._finish(run_id, error)
 
@@ -313,7 +329,12 @@ class MetaClawCallbackHandler(BaseCallbackHandler):
         self._finish(run_id, None)
 
     def on_retriever_error(
-        self, error: BaseException, *, run_id: UUID, parent_run_id: UUID | None = None, **kwargs: Any
+        self,
+        error: BaseException,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        **kwargs: Any,
     ) -> None:
         self._finish(run_id, error)
 

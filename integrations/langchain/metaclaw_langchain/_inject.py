@@ -12,8 +12,8 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage, co
 from langchain_core.prompt_values import ChatPromptValue, PromptValue
 from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
 from langchain_core.runnables.config import ensure_config
-from metaclaw_core import CallContext, Injection, MetaClaw
 
+from metaclaw_core import CallContext, Injection, MetaClaw
 from metaclaw_langchain._callbacks import FRAMEWORK, MetaClawCallbackHandler, record_fault
 from metaclaw_langchain._messages import (
     last_ai_message,
@@ -26,8 +26,8 @@ from metaclaw_langchain._messages import (
 
 def _handler_in(config: RunnableConfig) -> tuple[MetaClawCallbackHandler | None, Any]:
     """The capture handler attached to this run, if any, and the current run id."""
-    callbacks = config.get("callbacks")
-    handlers = getattr(callbacks, "handlers", callbacks) or []
+    callbacks: Any = config.get("callbacks")
+    handlers: list[Any] = getattr(callbacks, "handlers", callbacks) or []
     for h in handlers:
         if isinstance(h, MetaClawCallbackHandler):
             return h, getattr(callbacks, "parent_run_id", None)

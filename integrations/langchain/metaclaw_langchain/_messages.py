@@ -7,6 +7,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
+
 from metaclaw_core import Injection, Message, ModelOutput, ToolCall
 
 _ROLES = {
@@ -41,7 +42,7 @@ def to_message(message: BaseMessage) -> Message:
     if kind == "chat":
         kind = getattr(message, "role", "user")
     return Message(
-        role=_ROLES.get(kind, "user"),  # type: ignore[arg-type]
+        role=_ROLES.get(kind, "user"),
         content=str(message.text),
         name=message.name,
         tool_calls=_tool_calls(message),

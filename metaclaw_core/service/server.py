@@ -1,0 +1,96 @@
+"""Running the app: bind first (so a busy port fails before the model loads), then serve
+with uvicorn until SIGINT/SIGTERM, draining captures into the store on the way out."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+import socket
+import sys
+import threading
+from collections.abc import Iterator
+from types import FrameType
+
+import uvicorn
+
+from metaclaw_core.config import Settings
+from metaclaw_core.engine import MetaClaw
+from metaclaw_core.service.app import create_app
+from metaclaw_core.service.auth import check_bind
+
+
+def bind_socket(host: str, port: int) -> socket.socket:
+    """A listening-ready TCP socket on ``host:port`` (port 0: any free port)."""
+    family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+    sock = socket.socket(family, kind, proto)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind(address)
+    except OSError:
+        sock.close()
+        raise
+    sock.set_inheritable(True)
+    return sock
+
+
+class _Server(uvicorn.Server):
+    """uvicorn's server, stopping gracefully on SIGINT/SIGTERM and then exiting normally
+    (uvicorn itself re-raises the signal once shut down, which kills the process)."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+        stops = (signal.SIGINT, signal.SIGTERM)
+        previous = {s: signal.signal(s, self._stop) for s in stops}
+        try:
+            yield
+        finally:
+            for s, handler in previous.items():
+                signal.signal(s, handler)
+
+    def _stop(self, sig: int, frame: FrameType | None) -> None:
+        self.handle_exit(sig, frame)
+
+
+def run_service(settings: Settings, *, announce: bool = True) -> None:
+    """Serve the API and proxy on ``settings.service.host:port`` until interrupted."""
+    svc = settings.service
+    check_bind(svc.host, svc.token.get_secret_value() if svc.token else None)
+    sock = bind_socket(svc.host, svc.port)
+    host, port = sock.getsockname()[:2]
+    engine = MetaClaw(settings)
+    app = create_app(engine, settings, own_engine=True)
+    config = uvicorn.Config(
+        app,
+        log_level=svc.log_level,
+        access_log=False,
+        server_header=False,
+        proxy_headers=False,
+        timeout_graceful_shutdown=10,
+    )
+    server = _Server(config)
+    # httpx logs every upstream URL at INFO; a URL may carry credentials.
+    logging.getLogger("httpx").setLevel(logging.WARNING)
+
+    async def main() -> None:
+        serving = asyncio.create_task(server.serve(sockets=[sock]))
+        while not server.started and not serving.done():
+            await asyncio.sleep(0.02)
+        if server.started and announce:
+            shown = f"[{host}]" if ":" in host else host
+            print(
+                f"metaclaw: serving on http://{shown}:{port} (API docs at /docs)",
+                file=sys.stderr,
+                flush=True,
+            )
+        await serving
+
+    try:
+        asyncio.run(main())
+    finally:
+        sock.close()
+        engine.close()
