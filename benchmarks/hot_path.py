@@ -69,7 +69,7 @@ def ctx(text: str, i: int) -> CallContext:
             Message(role="system", content=SYSTEM),
             Message(role="user", content=text),
             Message(role="assistant", content="Sure, I will look into it. " * 10),
-            Message(role="user", content=f"{text} (follow-up {i})"),
+            Message(role="user", content=f"{text} (follow-up)"),
         ],
     )
 

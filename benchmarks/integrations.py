@@ -7,8 +7,11 @@ Both variants of a host call run interleaved (A, B, A, B, ...) on the same real 
 frameworks' own fake models so only framework and adapter time is measured. The tasks repeat,
 so after the first round every query embedding comes from the engine's cache: the numbers are
 the steady-state cost of a call. The budget for an adapter's added time is the core's own
-before_call + after_call on the same task plus 0.5 ms. Prints one table; paste it into
-docs/benchmarks.md.
+before_call + after_call on the same task plus 0.5 ms. The "reference" rows show what the
+framework itself charges for any middleware or any extra node, which each adapter pays too.
+The LangGraph graph has no checkpointer, so every call is a thread's first turn (the skills
+message is placed by rewriting the message list: the dearer path). Prints one table; paste it
+into docs/benchmarks.md.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import numpy as np
 from langchain.agents import create_agent
+from langchain.agents.middleware import AgentMiddleware
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import HumanMessage, SystemMessage
 from langchain_core.prompts import ChatPromptTemplate
@@ -105,11 +109,22 @@ def core_cost(engine: MetaClaw, calls: int) -> list[float]:
     return [timed(call, TASKS[i % len(TASKS)]) for i in range(calls)]
 
 
+class NoopMiddleware(AgentMiddleware[Any, Any, Any]):
+    """Reference: what LangChain charges for any middleware that wraps the model call."""
+
+    def wrap_model_call(self, request: Any, handler: Any) -> Any:
+        return handler(request)
+
+    async def awrap_model_call(self, request: Any, handler: Any) -> Any:
+        return await handler(request)
+
+
 def langchain_cases(engine: MetaClaw) -> dict[str, tuple[Call, Call]]:
     plain_agent = create_agent(model(), [], system_prompt=SYSTEM)
     mw_agent = create_agent(
         model(), [], system_prompt=SYSTEM, middleware=[MetaClawMiddleware(engine)]
     )
+    noop_agent = create_agent(model(), [], system_prompt=SYSTEM, middleware=[NoopMiddleware()])
     handler = MetaClawCallbackHandler(engine)
     prompt = ChatPromptTemplate.from_messages([("system", SYSTEM), ("human", "{q}")])
     plain_chain = prompt | model()
@@ -121,6 +136,10 @@ def langchain_cases(engine: MetaClaw) -> dict[str, tuple[Call, Call]]:
         return lambda task: agent.invoke({"messages": [HumanMessage(task)]}, config=config)
 
     return {
+        "reference: create_agent + a no-op wrap_model_call middleware": (
+            agent_call(plain_agent),
+            agent_call(noop_agent),
+        ),
         "langchain: create_agent + MetaClawMiddleware": (
             agent_call(plain_agent),
             agent_call(mw_agent),
@@ -148,10 +167,19 @@ def langgraph_cases(engine: MetaClaw) -> dict[str, tuple[Call, Call]]:
     def call_model(state: MessagesState) -> dict[str, Any]:
         return {"messages": [chat.invoke(state["messages"])]}
 
+    def noop(state: MessagesState) -> dict[str, Any]:
+        return {}
+
     plain = StateGraph(MessagesState)
     plain.add_node("model", call_model)
     plain.add_edge(START, "model")
     plain.add_edge("model", END)
+    empty = StateGraph(MessagesState)
+    empty.add_node("noop", noop)
+    empty.add_node("model", call_model)
+    empty.add_edge(START, "noop")
+    empty.add_edge("noop", "model")
+    empty.add_edge("model", END)
     mc = MetaClawGraph(engine)
     adapted = StateGraph(MessagesState)
     adapted.add_node("skills", mc.skills_node)
@@ -159,12 +187,15 @@ def langgraph_cases(engine: MetaClaw) -> dict[str, tuple[Call, Call]]:
     adapted.add_edge(START, "skills")
     adapted.add_edge("skills", "model")
     adapted.add_edge("model", END)
-    graphs = plain.compile(), adapted.compile()
+    graphs = plain.compile(), empty.compile(), adapted.compile()
 
     def call(graph: Any) -> Call:
         return lambda t: graph.invoke({"messages": [SystemMessage(SYSTEM), HumanMessage(t)]})
 
-    return {"langgraph: skills node + captured model node": (call(graphs[0]), call(graphs[1]))}
+    return {
+        "reference: StateGraph + a no-op node": (call(graphs[0]), call(graphs[1])),
+        "langgraph: skills node + captured model node": (call(graphs[0]), call(graphs[2])),
+    }
 
 
 def llamaindex_cases(engine: MetaClaw) -> tuple[dict[str, tuple[Call, Call]], Any]:
@@ -191,6 +222,8 @@ def row(name: str, host: list[float], adapted: list[float], core: list[float]) -
     added99 = p[99][1] - p[99][0]
     budget = float(np.percentile(core, 50)) + 0.5
     verdict = "ok" if added50 <= budget else "OVER"
+    if name.startswith("reference"):
+        verdict = "reference"
     return (
         f"| {name} | {p[50][0]:.2f} | {p[50][1]:.2f} | {added50:+.2f} | {p[50][1] / p[50][0]:.2f}x"
         f" | {p[99][0]:.2f} | {p[99][1]:.2f} | {added99:+.2f} | {budget:.2f} | {verdict} |"

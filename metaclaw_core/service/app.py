@@ -65,7 +65,8 @@ def _gauges(state: ServiceState) -> None:
         return [((), float(w.journal.pending if w else 0))]
 
     def faults() -> Iterable[tuple[LabelValues, float]]:
-        return [((where,), float(n)) for where, n in sorted(engine.faults.counts.items())]
+        counts = dict(engine.faults.counts)  # a copy: other threads add to it
+        return [((where,), float(n)) for where, n in sorted(counts.items())]
 
     r.gauge("metaclaw_capture_queue_depth", "Captures waiting for the writer.", queue)
     r.gauge("metaclaw_capture_spool_pending", "Journaled captures not yet in the store.", spool)

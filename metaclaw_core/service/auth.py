@@ -44,12 +44,15 @@ class BearerAuth:
 
     def __init__(self, app: ASGIApp, token: str) -> None:
         self.app = app
-        self._expected = f"Bearer {token}".encode()
+        self._token = token.encode()
 
     def _authorised(self, scope: Scope) -> bool:
         for name, value in scope.get("headers", ()):
             if name == b"authorization":
-                return hmac.compare_digest(value.strip(), self._expected)
+                scheme, _, credentials = value.strip().partition(b" ")
+                return scheme.lower() == b"bearer" and hmac.compare_digest(
+                    credentials.strip(), self._token
+                )
         return False
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:

@@ -9,6 +9,7 @@ captured after the last byte has gone to the client.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import time
@@ -39,6 +40,10 @@ router = APIRouter(prefix="/v1", tags=["OpenAI-compatible proxy"])
 State = Annotated[ServiceState, Depends(service_state)]
 
 SESSION_HEADER = "x-metaclaw-session"
+MAX_SESSION_CHARS = 256
+# Bodies larger than this are parsed and serialised on a worker thread (an 8 MB JSON body
+# would hold the event loop for tens of milliseconds).
+OFF_LOOP_JSON_BYTES = 256 * 1024
 FRAMEWORK = "openai-proxy"
 # Upstream response headers worth passing on (hop-by-hop and length headers never are).
 PASS_HEADERS = ("x-request-id", "openai-processing-ms", "openai-version", "retry-after")
@@ -62,6 +67,10 @@ _CHAT_SCHEMA = {
         },
     }
 }
+
+
+def _dump(body: dict[str, Any]) -> bytes:
+    return json.dumps(body, ensure_ascii=False).encode()
 
 
 def redact_url(url: str | None) -> str | None:
@@ -144,8 +153,13 @@ def _transport_error(state: ServiceState, exc: httpx.HTTPError) -> tuple[str, Re
 async def chat_completions(request: Request, state: State) -> Response:
     """Forward a chat completion upstream with the skills injected; capture the call."""
     started = time.perf_counter()
+    raw_body = await request.body()
     try:
-        body = validate_chat_request(json.loads(await request.body()))
+        if len(raw_body) > OFF_LOOP_JSON_BYTES:
+            parsed = await asyncio.to_thread(json.loads, raw_body)
+        else:
+            parsed = json.loads(raw_body)
+        body = validate_chat_request(parsed)
     except ValueError as exc:
         if isinstance(exc, ChatRequestError):
             return error_response(400, str(exc), code="invalid_request", param=exc.param)
@@ -158,7 +172,7 @@ async def chat_completions(request: Request, state: State) -> Response:
     session = request.headers.get(SESSION_HEADER) or body.get("user")
     ctx = CallContext(
         messages=to_messages(body["messages"]),
-        session_id=session if isinstance(session, str) else None,
+        session_id=session[:MAX_SESSION_CHARS] if isinstance(session, str) else None,
         framework=FRAMEWORK,
         model=body.get("model"),
         metadata={"stream": stream},
@@ -169,9 +183,12 @@ async def chat_completions(request: Request, state: State) -> Response:
     if injection is not None and injection.text:
         body["messages"] = apply_injection(body["messages"], injection)
         ctx.messages = to_messages(body["messages"])
-        payload = json.dumps(body, ensure_ascii=False).encode()
+        if len(raw_body) > OFF_LOOP_JSON_BYTES:
+            payload = await asyncio.to_thread(_dump, body)
+        else:
+            payload = _dump(body)
     else:
-        payload = await request.body()  # untouched bytes: nothing to add
+        payload = raw_body  # untouched bytes: nothing to add
     client = state.http
     assert client is not None, "the upstream client is opened by the app's lifespan"
     upstream_request = client.build_request(

@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import time
 from dataclasses import dataclass, field
-from typing import Any
 
 import httpx
 from starlette.requests import Request
@@ -49,12 +48,16 @@ class ServiceState:
         latency_ms: float | None = None,
     ) -> str | None:
         """``engine.after_call`` plus the ledger and metrics. Returns the trajectory id."""
-        kwargs: dict[str, Any] = {"injection": injection, "error": error, "latency_ms": latency_ms}
-        if self.settings.store.fsync:
-            # An fsync per capture can take milliseconds: keep it off the event loop.
-            tid = await asyncio.to_thread(self.engine.after_call, ctx, output, **kwargs)
-        else:
-            tid = self.engine.after_call(ctx, output, **kwargs)  # a journal append + enqueue
+        # Copying, redacting and journaling a 40 KB prompt takes up to a few ms (more with
+        # store.fsync): a worker thread does it, so the event loop keeps serving.
+        tid = await asyncio.to_thread(
+            self.engine.after_call,
+            ctx,
+            output,
+            injection=injection,
+            error=error,
+            latency_ms=latency_ms,
+        )
         self.metrics.captures.inc(ctx.framework, "stored" if tid else "dropped")
         if tid:
             self.ledger.record(ctx.call_id, ctx.session_id, tid, failed=error is not None)

@@ -34,3 +34,14 @@ def test_invalid_setting_is_a_clear_error(tmp_path: Path, monkeypatch: pytest.Mo
     monkeypatch.setenv("METACLAW_RETRIEVAL__TOP_K", "-2")
     with pytest.raises(ValueError, match="top_k"):
         Settings(home=tmp_path)
+
+
+def test_configuration_docs_are_generated_from_the_settings() -> None:
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    proc = subprocess.run(
+        [sys.executable, str(root / "scripts" / "gen_config_docs.py"), "--check"], cwd=root
+    )
+    assert proc.returncode == 0, "docs/configuration.md is stale: run scripts/gen_config_docs.py"

@@ -95,8 +95,9 @@ def test_with_a_token_every_route_but_healthz_needs_it(
             assert r.status_code == 401, (headers, r.text)
             assert r.headers["www-authenticate"].startswith("Bearer")
             assert r.json()["error"]["type"] == "authentication_error"
-        r = c.request(method, path, headers={"Authorization": f"Bearer {TOKEN}"}, json={})
-        assert r.status_code != 401
+        for scheme in ("Bearer", "bearer"):
+            r = c.request(method, path, headers={"Authorization": f"{scheme} {TOKEN}"}, json={})
+            assert r.status_code != 401
 
 
 def test_token_holder_uses_the_proxy_and_upstream_gets_only_its_own_key(
