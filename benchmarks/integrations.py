@@ -32,6 +32,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 import numpy as np
 from langchain.agents import create_agent
 from langchain.agents.middleware import AgentMiddleware
+from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import HumanMessage, SystemMessage
 from langchain_core.prompts import ChatPromptTemplate
@@ -39,6 +40,8 @@ from langgraph.graph import END, START, MessagesState, StateGraph
 from llama_index.core import Document, VectorStoreIndex
 from llama_index.core.embeddings import MockEmbedding
 from llama_index.core.llms import MockLLM
+from llama_index.core.postprocessor.types import BaseNodePostprocessor
+from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 from metaclaw_langchain import MetaClawCallbackHandler, MetaClawMiddleware, skills_injector
 from metaclaw_langgraph import MetaClawGraph
 from metaclaw_llamaindex import SkillsPostprocessor, instrument
@@ -119,6 +122,23 @@ class NoopMiddleware(AgentMiddleware[Any, Any, Any]):
         return await handler(request)
 
 
+class NoopHandler(BaseCallbackHandler):
+    """Reference: what LangChain charges for any inline callback handler."""
+
+    run_inline = True
+
+
+class FixedTextPostprocessor(BaseNodePostprocessor):
+    """Reference: a postprocessor adding a plain node of fixed text (the cost of more context)."""
+
+    text: str
+
+    def _postprocess_nodes(
+        self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None = None
+    ) -> list[NodeWithScore]:
+        return [NodeWithScore(node=TextNode(text=self.text), score=1.0), *nodes]
+
+
 def langchain_cases(engine: MetaClaw) -> dict[str, tuple[Call, Call]]:
     plain_agent = create_agent(model(), [], system_prompt=SYSTEM)
     mw_agent = create_agent(
@@ -135,6 +155,11 @@ def langchain_cases(engine: MetaClaw) -> dict[str, tuple[Call, Call]]:
     def agent_call(agent: Any, config: dict[str, Any] | None = None) -> Call:
         return lambda task: agent.invoke({"messages": [HumanMessage(task)]}, config=config)
 
+    def async_call(agent: Any, config: dict[str, Any] | None = None) -> Call:
+        return lambda task: loop.run_until_complete(
+            agent.ainvoke({"messages": [HumanMessage(task)]}, config=config)
+        )
+
     return {
         "reference: create_agent + a no-op wrap_model_call middleware": (
             agent_call(plain_agent),
@@ -148,11 +173,13 @@ def langchain_cases(engine: MetaClaw) -> dict[str, tuple[Call, Call]]:
             agent_call(plain_agent),
             agent_call(plain_agent, {"callbacks": [handler]}),
         ),
-        "langchain: middleware + callback (async ainvoke)": (
-            lambda t: loop.run_until_complete(plain_agent.ainvoke({"messages": [HumanMessage(t)]})),
-            lambda t: loop.run_until_complete(
-                mw_agent.ainvoke({"messages": [HumanMessage(t)]}, config={"callbacks": [handler]})
-            ),
+        "reference: ainvoke + a no-op middleware and a no-op callback handler": (
+            async_call(plain_agent),
+            async_call(noop_agent, {"callbacks": [NoopHandler()]}),
+        ),
+        "langchain: ainvoke + MetaClawMiddleware and MetaClawCallbackHandler": (
+            async_call(plain_agent),
+            async_call(mw_agent, {"callbacks": [handler]}),
         ),
         "langchain: LCEL prompt, skills_injector, model (+ callback)": (
             lambda t: plain_chain.invoke({"q": t}),
@@ -208,10 +235,18 @@ def llamaindex_cases(engine: MetaClaw) -> tuple[dict[str, tuple[Call, Call]], An
     adapted = index.as_query_engine(
         llm=MockLLM(), similarity_top_k=2, node_postprocessors=[SkillsPostprocessor(engine)]
     )
+    block = engine.before_call(CallContext(task=TASKS[2])).text
+    padded = index.as_query_engine(
+        llm=MockLLM(), similarity_top_k=2, node_postprocessors=[FixedTextPostprocessor(text=block)]
+    )
     capture = instrument(engine)
     # The instrumentation sees every LlamaIndex call once registered, so the host variant runs
     # with it too; its own cost is measured separately below.
     return {
+        "reference: query engine + a postprocessor adding a node of the same text": (
+            plain.query,
+            padded.query,
+        ),
         "llamaindex: query engine + SkillsPostprocessor": (plain.query, adapted.query),
     }, (plain, capture)
 

@@ -170,7 +170,7 @@ def main() -> None:
         f"Service benchmark, {date.today().isoformat()}, {platform.machine()}, "
         f"{os.cpu_count()} cores, Python {platform.python_version()}; "
         f"{args.calls} calls per row, {args.streams} streams; "
-        f"{status['engine']['live_skills']} live skills, ~{len(SYSTEM) // 1000} KB system prompt."
+        f"{status['engine']['live_skills']} live skills, {len(SYSTEM) / 1000:.1f} KB system prompt."
     )
     print()
     print("| what (ms) | p50 | p99 | added by the proxy p50 / p99 |")

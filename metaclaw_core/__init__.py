@@ -26,7 +26,7 @@ from metaclaw_core.models import (
     ToolCall,
     Trajectory,
 )
-from metaclaw_core.skills.library import SkillRejectedError
+from metaclaw_core.skills.library import GenerationConflictError, SkillRejectedError
 
 __version__ = "0.1.0"
 
@@ -35,6 +35,7 @@ __all__ = [
     "ConfigError",
     "EmbedderError",
     "Generation",
+    "GenerationConflictError",
     "Injection",
     "Message",
     "MetaClaw",

@@ -104,6 +104,7 @@ def create_app(
         try:
             yield
         finally:
+            await state.drain()
             await state.http.aclose()
             if own_engine:
                 await asyncio.to_thread(engine.close)

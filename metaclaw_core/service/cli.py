@@ -39,8 +39,14 @@ def serve(
         ),
     ] = None,
 ) -> None:
-    """Serve the engine over HTTP (inject, capture, feedback, skills, metrics) and the
-    OpenAI-compatible proxy. A non-loopback --host needs METACLAW_SERVICE__TOKEN."""
+    """Serve the engine over HTTP and the OpenAI-compatible proxy.
+
+    Inject, capture, feedback, skills, status and metrics under /v1; API docs at /docs.
+
+    /v1/chat/completions forwards to --upstream, skills injected, calls captured.
+
+    A --host other than loopback needs a token (METACLAW_SERVICE__TOKEN).
+    """
     from metaclaw_core.service.auth import check_bind
 
     settings = Settings()

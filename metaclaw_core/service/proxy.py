@@ -20,7 +20,6 @@ from urllib.parse import urlsplit, urlunsplit
 import anyio
 import httpx
 from fastapi import APIRouter, Depends, Request
-from starlette.background import BackgroundTask
 from starlette.responses import Response, StreamingResponse
 
 from metaclaw_core.models import CallContext, Injection, ModelOutput
@@ -207,7 +206,7 @@ async def chat_completions(request: Request, state: State) -> Response:
         upstream = await client.send(upstream_request, stream=True)
     except httpx.HTTPError as exc:
         message, response = _transport_error(state, exc)
-        await capture(None, message)
+        state.spawn(capture(None, message))
         return response
     first_byte = time.perf_counter() - started
     state.metrics.proxy_ttfb_seconds.observe(first_byte, str(stream).lower())
@@ -221,7 +220,7 @@ async def chat_completions(request: Request, state: State) -> Response:
             raw = await upstream.aread()
         except httpx.HTTPError as exc:
             message, response = _transport_error(state, exc)
-            await capture(None, message, **meta)
+            state.spawn(capture(None, message, **meta))
             return response
         finally:
             await upstream.aclose()
@@ -234,12 +233,9 @@ async def chat_completions(request: Request, state: State) -> Response:
                 output = output_from_completion(json.loads(raw))
             except ValueError:
                 output = ModelOutput(text=raw.decode("utf-8", "replace"))
+        state.spawn(capture(output, error, **meta))
         return Response(
-            raw,
-            status_code=upstream.status_code,
-            media_type=media_type,
-            headers=headers,
-            background=BackgroundTask(capture, output, error, **meta),
+            raw, status_code=upstream.status_code, media_type=media_type, headers=headers
         )
 
     acc = StreamAccumulator(proxy.max_capture_bytes)
@@ -260,9 +256,11 @@ async def chat_completions(request: Request, state: State) -> Response:
         finally:
             with anyio.CancelScope(shield=True):
                 await upstream.aclose()
-                if error is None and acc.error:
-                    error = f"upstream error event: {acc.error}"
-                await capture(
+            if error is None and acc.error:
+                error = f"upstream error event: {acc.error}"
+            # Captured after the stream: the client's last byte does not wait for it.
+            state.spawn(
+                capture(
                     acc.output(),
                     error,
                     **meta,
@@ -270,6 +268,7 @@ async def chat_completions(request: Request, state: State) -> Response:
                     stream_done=acc.done,
                     **({"capture_truncated": True} if acc.truncated else {}),
                 )
+            )
 
     return StreamingResponse(
         pass_through(),

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Coroutine
 from dataclasses import dataclass, field
+from typing import Any
 
 import httpx
 from starlette.requests import Request
@@ -25,6 +27,18 @@ class ServiceState:
     ledger: SessionLedger = field(default_factory=SessionLedger)
     started_at: float = field(default_factory=time.time)
     http: httpx.AsyncClient | None = None
+    background: set[asyncio.Task[Any]] = field(default_factory=set)
+
+    def spawn(self, work: Coroutine[Any, Any, Any]) -> None:
+        """Run ``work`` after the caller returns (captures the client need not wait for)."""
+        task = asyncio.get_running_loop().create_task(work)
+        self.background.add(task)  # a reference, or the task could be collected mid-way
+        task.add_done_callback(self.background.discard)
+
+    async def drain(self) -> None:
+        """Wait for spawned work (at shutdown, before the engine closes)."""
+        while self.background:
+            await asyncio.gather(*list(self.background), return_exceptions=True)
 
     async def inject(self, ctx: CallContext) -> Injection:
         """``engine.abefore_call`` plus the metrics (never raises: the engine fails open)."""

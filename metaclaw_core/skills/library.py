@@ -1,18 +1,26 @@
 """The skill library on LanceDB: live skills, persisted generations, rollback, SKILL.md I/O.
 
-Each row of the ``skills`` table is one version of a skill, live from ``generation_added``
-until ``generation_retired``. The live set of generation g is every active row with
-``added <= g < retired``. A change writes its rows first and the generation row last, so a
-crash in between leaves rows of an unpublished generation that are never live and are
-removed before the next change: readers never see a half-applied change.
+The ``generations`` table is the source of truth. Each generation row names the skill
+versions it makes live (``versions``: row ids in the ``skills`` table) and the skills it
+retires; the live set of generation g is the fold of generations 1..g. Skill rows are
+immutable versions, written before the generation that references them, so a reader never
+sees half a change, and a crash mid-change leaves only unreferenced rows (never live).
+
+A generation number is claimed with a conditional insert (LanceDB ``merge_insert`` on the
+table's primary key ``number``): when two writers race — two processes, or two hosts on one
+object store — exactly one wins and the other gets :class:`GenerationConflictError` with
+nothing published. Generation numbers never fork.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import socket
 import threading
+import uuid
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -45,6 +53,20 @@ class SkillRejectedError(SkillFormatError):
     """A vetting check refused a skill; nothing was written."""
 
 
+class GenerationConflictError(StoreError):
+    """Another writer published the same generation number first; nothing was published."""
+
+
+@dataclass(frozen=True)
+class _GenerationRow:
+    generation: Generation
+    versions: tuple[str, ...]
+
+
+def _name_of(row_id: str) -> str:
+    return row_id.rsplit("@", 1)[0]
+
+
 class SkillLibrary:
     """CRUD over skills where every change to the live set is a new, persisted generation."""
 
@@ -61,7 +83,7 @@ class SkillLibrary:
         self.vetter = vetter
         self.listeners = list(listeners)
         self._lock = threading.RLock()
-        self._writer = f"{socket.gethostname()}:{id(self):x}"
+        self.writer_id = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
 
     # -- tables --------------------------------------------------------------------------
     def _skills_table(self, create: bool = False) -> Any:
@@ -71,7 +93,8 @@ class SkillLibrary:
         return self.store.table(SKILLS) if self.store.has_table(SKILLS) else None
 
     def _generations_table(self) -> Any:
-        return self.store.table(GENERATIONS, generations_schema())
+        tbl = self.store.table(GENERATIONS, generations_schema())
+        return tbl
 
     def refresh(self) -> None:
         """See changes made by other processes."""
@@ -81,6 +104,24 @@ class SkillLibrary:
                 self.store.refresh(name)
 
     # -- reading -------------------------------------------------------------------------
+    def _generation_rows(self) -> list[_GenerationRow]:
+        rows = self._generations_table().search().limit(None).to_arrow().to_pylist()
+        out = [
+            _GenerationRow(
+                Generation(
+                    number=r["number"],
+                    created_at=r["created_at"],
+                    reason=r["reason"] or "",
+                    added=r["added"] or [],
+                    retired=r["retired"] or [],
+                    updated=r["updated"] or [],
+                ),
+                tuple(r.get("versions") or ()),
+            )
+            for r in rows
+        ]
+        return sorted(out, key=lambda g: g.generation.number)
+
     def current_generation(self) -> int:
         """The newest published generation (0 for an empty, new library)."""
         tbl = self._generations_table()
@@ -90,42 +131,29 @@ class SkillLibrary:
         return int(max(rows["number"].to_pylist()))
 
     def history(self) -> list[Generation]:
-        tbl = self._generations_table()
-        rows = tbl.search().limit(None).to_arrow().to_pylist()
-        gens = [
-            Generation(
-                number=r["number"],
-                created_at=r["created_at"],
-                reason=r["reason"] or "",
-                added=r["added"] or [],
-                retired=r["retired"] or [],
-                updated=r["updated"] or [],
-            )
-            for r in rows
-        ]
-        return sorted(gens, key=lambda g: g.number)
+        return [g.generation for g in self._generation_rows()]
 
-    def _rows(self, where: str | None = None) -> list[dict[str, Any]]:
+    @staticmethod
+    def _fold(gens: list[_GenerationRow], upto: int) -> dict[str, str]:
+        """name → row id of the live version, after applying generations 1..upto."""
+        live: dict[str, str] = {}
+        for g in gens:
+            if g.generation.number > upto:
+                break
+            for name in g.generation.retired:
+                live.pop(name, None)
+            for row_id in g.versions:
+                live[_name_of(row_id)] = row_id
+        return live
+
+    def _rows_by_id(self) -> dict[str, dict[str, Any]]:
         tbl = self._skills_table()
         if tbl is None:
-            return []
-        q = tbl.search()
-        if where:
-            q = q.where(where)
-        return list(q.limit(None).to_arrow().to_pylist())
+            return {}
+        return {r["row_id"]: r for r in tbl.search().limit(None).to_arrow().to_pylist()}
 
     @staticmethod
-    def _live_at(row: dict[str, Any], generation: int) -> bool:
-        added, retired = row["generation_added"], row["generation_retired"]
-        return (
-            row["status"] == "active"
-            and added is not None
-            and added <= generation
-            and (retired is None or retired > generation)
-        )
-
-    @staticmethod
-    def _to_skill(row: dict[str, Any]) -> Skill:
+    def _to_skill(row: dict[str, Any], retired: int | None = None) -> Skill:
         return Skill.model_construct(
             name=row["name"],
             description=row["description"],
@@ -135,18 +163,27 @@ class SkillLibrary:
             provenance=row["provenance"] or [],
             status=row["status"],
             generation_added=row["generation_added"],
-            generation_retired=row["generation_retired"],
+            generation_retired=retired,
             created_at=row["created_at"],
         )
 
-    def _live_rows(self, generation: int | None = None) -> list[dict[str, Any]]:
-        g = self.current_generation() if generation is None else generation
-        rows = [r for r in self._rows() if self._live_at(r, g)]
-        return sorted(rows, key=lambda r: r["name"])
+    def _live_rows(self, generation: int | None = None) -> tuple[int, list[dict[str, Any]]]:
+        gens = self._generation_rows()
+        current = gens[-1].generation.number if gens else 0
+        g = current if generation is None else generation
+        live = self._fold(gens, g)
+        rows = self._rows_by_id() if live else {}
+        missing = [rid for rid in live.values() if rid not in rows]
+        if missing:
+            raise StoreError(
+                f"metaclaw: generation {g} references skill versions missing from the store: "
+                f"{missing[:5]}; the store is damaged (restore it or roll back)"
+            )
+        return g, sorted((rows[rid] for rid in live.values()), key=lambda r: r["name"])
 
     def live(self, generation: int | None = None) -> list[Skill]:
         """The live skills of ``generation`` (default: the current one), sorted by name."""
-        return [self._to_skill(r) for r in self._live_rows(generation)]
+        return [self._to_skill(r) for r in self._live_rows(generation)[1]]
 
     def get(self, name: str) -> Skill:
         for s in self.live():
@@ -157,16 +194,29 @@ class SkillLibrary:
         )
 
     def all_versions(self) -> list[Skill]:
-        return [
-            self._to_skill(r)
-            for r in sorted(self._rows(), key=lambda r: (r["name"], r["generation_added"] or 0))
-        ]
+        """Every version ever made live, with the generation that retired or replaced it."""
+        gens = self._generation_rows()
+        rows = self._rows_by_id()
+        ended: dict[str, int] = {}
+        live: dict[str, str] = {}
+        for g in gens:
+            n = g.generation.number
+            for name in g.generation.retired:
+                if name in live:
+                    ended[live.pop(name)] = n
+            for row_id in g.versions:
+                name = _name_of(row_id)
+                if name in live and live[name] != row_id:
+                    ended[live[name]] = n
+                live[name] = row_id
+        seen = {rid for g in gens for rid in g.versions}
+        out = [self._to_skill(rows[rid], ended.get(rid)) for rid in seen if rid in rows]
+        return sorted(out, key=lambda s: (s.name, s.generation_added or 0))
 
     def snapshot(self) -> SkillSnapshot:
         """An immutable index of the current generation (reads the store; off the hot path)."""
         with self._lock:
-            g = self.current_generation()
-            rows = self._live_rows(g)
+            g, rows = self._live_rows()
         vectors: list[npt.NDArray[np.float32] | None] = [
             np.asarray(r["vector"], dtype=np.float32) if r["vector"] is not None else None
             for r in rows
@@ -210,27 +260,37 @@ class SkillLibrary:
         return write_skill_dir(Path(path), self.live())
 
     def rollback(self, generation: int, *, reason: str | None = None) -> Generation:
-        """Make the live set equal to that of ``generation``, as a new generation."""
+        """Make the live set equal to that of ``generation``, as a new generation.
+
+        The old versions are made live again as they were (same rows, no re-embedding).
+        """
         with self._lock:
-            current = self.current_generation()
+            self.refresh()
+            gens = self._generation_rows()
+            current = gens[-1].generation.number if gens else 0
             if generation < 0 or generation > current:
                 raise StoreError(f"metaclaw: no generation {generation} (current is {current})")
-            target = {s.name: s for s in self.live(generation)}
-            now = {s.name: s for s in self.live(current)}
+            target = self._fold(gens, generation)
+            now = self._fold(gens, current)
             retired = sorted(set(now) - set(target))
-            added = [target[n] for n in sorted(set(target) - set(now))]
-            updated = [
-                target[n]
-                for n in sorted(set(target) & set(now))
-                if (target[n].body, target[n].description, target[n].category)
-                != (now[n].body, now[n].description, now[n].category)
-            ]
-            return self.apply(
-                added=added,
-                updated=updated,
-                retired=retired,
-                reason=reason or f"rollback to generation {generation}",
-                vet=False,
+            added = sorted(set(target) - set(now))
+            updated = sorted(n for n in set(target) & set(now) if target[n] != now[n])
+            if not (retired or added or updated):
+                raise StoreError(
+                    f"metaclaw: generation {generation} has the same library as the current one"
+                )
+            versions = [target[n] for n in added + updated]
+            return self._publish(
+                current,
+                Generation(
+                    number=current + 1,
+                    reason=reason or f"rollback to generation {generation}",
+                    added=added,
+                    retired=retired,
+                    updated=updated,
+                ),
+                versions,
+                new_rows=[],
             )
 
     def apply(
@@ -248,86 +308,99 @@ class SkillLibrary:
             raise StoreError("metaclaw: nothing to change")
         with self._lock:
             self.refresh()
-            current = self.current_generation()
-            live_rows = {r["name"]: r for r in self._live_rows(current)}
+            current, live_rows = self._live_rows()
+            live = {r["name"]: r for r in live_rows}
             names = [s.name for s in added + updated] + retired
             dupes = sorted({n for n in names if names.count(n) > 1})
             if dupes:
                 raise SkillFormatError(f"skill named more than once in one change: {dupes}")
             for s in added:
-                if s.name in live_rows:
+                if s.name in live:
                     raise SkillFormatError(f"skill {s.name!r} is already live; update it instead")
             for n in [s.name for s in updated] + retired:
-                if n not in live_rows:
+                if n not in live:
                     raise SkillNotFoundError(f"metaclaw: no live skill named {n!r}")
             # Re-validate: skills built with model_construct or mutated in place skip pydantic.
             fresh = [Skill.model_validate(s.model_dump()) for s in added + updated]
             if vet and self.vetter is not None:
-                others = [
-                    self._to_skill(r)
-                    for n, r in live_rows.items()
-                    if n not in retired and n not in {s.name for s in updated}
-                ]
+                changed = {s.name for s in updated} | set(retired)
+                others = [self._to_skill(r) for n, r in live.items() if n not in changed]
                 problems: list[str] = []
                 for s in fresh:
                     problems += [f"{s.name}: {p}" for p in self.vetter(s, others)]
                 if problems:
                     raise SkillRejectedError("skill rejected by vetting: " + "; ".join(problems))
-
             new_gen = current + 1
-            table = self._skills_table(create=True)
-            # Rows of a generation that was never published (a crash mid-change) go first.
-            table.delete(f"generation_added > {current}")
-            table.update(
-                where=f"generation_retired > {current}", values={"generation_retired": None}
-            )
-            now = datetime.now(UTC)
-            if fresh:
-                vectors = self.embedder.embed_documents([s.embedding_text for s in fresh])
-                dim = self.store.vector_dim(SKILLS)
-                if vectors.shape[1] != dim:
-                    raise StoreError(
-                        f"metaclaw: the embedder gives {vectors.shape[1]}-dim vectors but the "
-                        f"skills table holds {dim}-dim ones; use the model the library was "
-                        "built with or re-import the skills into a new store"
-                    )
-                rows = []
-                for s, v in zip(fresh, vectors, strict=True):
-                    rows.append(
-                        {
-                            "row_id": f"{s.name}@{new_gen}",
-                            "name": s.name,
-                            "description": s.description,
-                            "body": s.body,
-                            "category": s.category,
-                            "source": s.source,
-                            "provenance": list(s.provenance),
-                            "status": "active",
-                            "generation_added": new_gen,
-                            "generation_retired": None,
-                            "created_at": now,
-                            "vector": v.tolist(),
-                        }
-                    )
-                table.add(pa.Table.from_pylist(rows, schema=table.schema))
-            ending = [live_rows[n]["row_id"] for n in retired + [s.name for s in updated]]
-            if ending:
-                table.update(where=sql_in("row_id", ending), values={"generation_retired": new_gen})
+            rows = self._version_rows(fresh, new_gen)
             gen = Generation(
                 number=new_gen,
-                created_at=now,
                 reason=reason,
                 added=sorted(s.name for s in added),
                 retired=sorted(retired),
                 updated=sorted(s.name for s in updated),
             )
-            self._generations_table().add(
-                pa.Table.from_pylist(
-                    [{**gen.model_dump(), "writer": self._writer}], schema=generations_schema()
-                )
+            return self._publish(current, gen, [r["row_id"] for r in rows], new_rows=rows)
+
+    def _version_rows(self, skills: list[Skill], generation: int) -> list[dict[str, Any]]:
+        if not skills:
+            return []
+        vectors = self.embedder.embed_documents([s.embedding_text for s in skills])
+        self._skills_table(create=True)
+        dim = self.store.vector_dim(SKILLS)
+        if vectors.shape[1] != dim:
+            raise StoreError(
+                f"metaclaw: the embedder gives {vectors.shape[1]}-dim vectors but the skills "
+                f"table holds {dim}-dim ones; use the model the library was built with or "
+                "re-import the skills into a new store"
             )
-            log.info("metaclaw: generation %d (%s)", new_gen, reason)
-        live_now = self.live(new_gen)
+        now = datetime.now(UTC)
+        return [
+            {
+                "row_id": f"{s.name}@{uuid.uuid4().hex}",
+                "name": s.name,
+                "description": s.description,
+                "body": s.body,
+                "category": s.category,
+                "source": s.source,
+                "provenance": list(s.provenance),
+                "status": "active",
+                "generation_added": generation,
+                "generation_retired": None,
+                "created_at": now,
+                "vector": v.tolist(),
+            }
+            for s, v in zip(skills, vectors, strict=True)
+        ]
+
+    def _publish(
+        self,
+        current: int,
+        gen: Generation,
+        versions: list[str],
+        *,
+        new_rows: list[dict[str, Any]],
+    ) -> Generation:
+        """Write the new versions, then claim the generation number (exactly one writer wins)."""
+        table = self._skills_table(create=bool(new_rows))
+        if new_rows:
+            table.add(pa.Table.from_pylist(new_rows, schema=table.schema))
+        gen = gen.model_copy(update={"created_at": datetime.now(UTC)})
+        row = {**gen.model_dump(), "versions": versions, "writer": self.writer_id}
+        gens = self._generations_table()
+        result = (
+            gens.merge_insert("number")
+            .when_not_matched_insert_all()
+            .execute(pa.Table.from_pylist([row], schema=gens.schema))
+        )
+        if getattr(result, "num_inserted_rows", 1) != 1:
+            if new_rows:  # unreferenced versions would be harmless; still, leave no litter
+                table.delete(sql_in("row_id", [r["row_id"] for r in new_rows]))
+            raise GenerationConflictError(
+                f"metaclaw: another writer published generation {gen.number} first (this change "
+                "was not applied); run only one learner per store, or retry the change"
+            )
+        log.info("metaclaw: generation %d (%s)", gen.number, gen.reason)
+        live_now = self.live(gen.number)
         for listener in self.listeners:
             try:
                 listener(gen, live_now)

@@ -27,6 +27,9 @@ TRAJECTORIES = "trajectories"
 REWARDS = "rewards"
 
 TS = pa.timestamp("us", tz="UTC")
+PK_METADATA = b"lance-schema:unenforced-primary-key:position"
+# Tables whose key makes merge_insert a compare-and-set across concurrent writers.
+PRIMARY_KEYS = {GENERATIONS: "number"}
 
 
 def skills_schema(dim: int) -> pa.Schema:
@@ -58,6 +61,7 @@ def generations_schema() -> pa.Schema:
             pa.field("added", pa.list_(pa.string())),
             pa.field("retired", pa.list_(pa.string())),
             pa.field("updated", pa.list_(pa.string())),
+            pa.field("versions", pa.list_(pa.string())),
             pa.field("writer", pa.string()),
         ],
         metadata={"metaclaw_schema_version": str(SCHEMA_VERSION)},
@@ -181,6 +185,8 @@ class Store:
                     return None
                 else:
                     tbl = db.create_table(name, schema=schema, exist_ok=True)
+                if name in PRIMARY_KEYS:
+                    self._ensure_primary_key(tbl, PRIMARY_KEYS[name])
             except StoreError:
                 raise
             except Exception as exc:
@@ -196,6 +202,16 @@ class Store:
             return None
         field = tbl.schema.field("vector")
         return int(field.type.list_size)
+
+    @staticmethod
+    def _ensure_primary_key(tbl: Any, column: str) -> None:
+        meta = tbl.schema.field(column).metadata or {}
+        if PK_METADATA not in meta:
+            try:
+                tbl.set_unenforced_primary_key(column)
+            except ValueError as exc:
+                if "already set" not in str(exc):
+                    raise
 
     @staticmethod
     def _migrate(tbl: Any, schema: pa.Schema) -> None:

@@ -63,7 +63,9 @@ def decode(line: bytes) -> tuple[str, Any]:
         if obj.get("v"):
             vec = np.frombuffer(base64.b64decode(obj["v"]), dtype=np.float32)
         data = dict(obj["d"])
-        data.update(messages=obj.get("m") or [], output=obj.get("o") or {}, metadata=obj.get("x") or {})
+        data.update(
+            messages=obj.get("m") or [], output=obj.get("o") or {}, metadata=obj.get("x") or {}
+        )
         t = Trajectory.model_validate(data)
         return kind, EncodedTrajectory(
             t,

@@ -11,7 +11,6 @@ import pyarrow as pa
 from pydantic import TypeAdapter
 
 from metaclaw_core.models import Message, ModelOutput, Reward, Trajectory
-from metaclaw_core.store.records import EncodedTrajectory
 from metaclaw_core.store.db import (
     REWARDS,
     TRAJECTORIES,
@@ -21,6 +20,7 @@ from metaclaw_core.store.db import (
     sql_str,
     trajectories_schema,
 )
+from metaclaw_core.store.records import EncodedTrajectory
 
 _MESSAGES = TypeAdapter(list[Message])
 LIST_COLUMNS = [
@@ -74,7 +74,9 @@ class TrajectoryStore:
             if has_vec[i]:
                 flat[i] = e.vector
         vectors = pa.FixedSizeListArray.from_arrays(
-            pa.array(flat.reshape(-1), type=pa.float32()), dim, mask=pa.array([not h for h in has_vec])
+            pa.array(flat.reshape(-1), type=pa.float32()),
+            dim,
+            mask=pa.array([not h for h in has_vec]),
         )
         schema = table.schema
         columns = {
@@ -96,7 +98,9 @@ class TrajectoryStore:
             "metadata_json": [e.metadata_json for e in items],
         }
         arrays = [
-            vectors if f.name == "vector" else pa.array(columns.get(f.name, [None] * len(items)), type=f.type)
+            vectors
+            if f.name == "vector"
+            else pa.array(columns.get(f.name, [None] * len(items)), type=f.type)
             for f in schema
         ]
         table.add(pa.Table.from_arrays(arrays, schema=schema))

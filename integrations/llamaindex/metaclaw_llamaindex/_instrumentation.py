@@ -246,7 +246,10 @@ class _SpanHandler(BaseSpanHandler[BaseSpan]):
         self, id_: str, bound_args: Any, instance: Any = None, parent_id: str | None = None,
         tags: dict[str, Any] | None = None, **kwargs: Any,
     ) -> None:  # fmt: skip
-        self.capture.parents[id_] = parent_id
+        parents = self.capture.parents
+        if len(parents) > 10 * _MAX_OPEN:  # spans that never closed (abandoned generators)
+            parents.clear()
+        parents[id_] = parent_id
 
     def span_exit(
         self, id_: str, bound_args: Any, instance: Any = None, result: Any = None, **kwargs: Any
