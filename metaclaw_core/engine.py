@@ -73,8 +73,18 @@ class MetaClaw:
             self.embedder.start_loading()
         self.store = Store(self.settings)
         self.library = SkillLibrary(
-            self.store, self.embedder, vetter=self._vet, listeners=[self._on_generation]
+            self.store,
+            self.embedder,
+            vetter=self._vet,
+            listeners=[self._on_generation],
+            read_only_reason=(
+                "this host is a serving host (role = serving): skills change only on the "
+                "learner; run the command there or set METACLAW_ROLE=learner"
+                if self.settings.role == "serving"
+                else None
+            ),
         )
+        self._last_refresh: float | None = None
         self.trajectories = TrajectoryStore(self.store, default_dim=self._vector_dim)
         self._snapshot = SkillSnapshot(generation=0)
         self._snapshot_loaded = threading.Event()
@@ -336,6 +346,7 @@ class MetaClaw:
                     self.library.refresh()
                     if self.library.current_generation() != self._snapshot.generation:
                         self.refresh_snapshot()
+                self._last_refresh = time.monotonic()
             except Exception as exc:
                 self.faults.record("skill refresh", exc)
                 self._snapshot_loaded.set()  # serve the empty library rather than wait forever
@@ -383,6 +394,15 @@ class MetaClaw:
             "store_uri": self.settings.store_uri,
             "generation": snap.generation,
             "live_skills": len(snap),
+            "role": self.settings.role,
+            # How old the view of the shared library may be: the last successful check of
+            # the store for a newer generation (bounded by store.refresh_interval_s).
+            "staleness_s": (
+                None
+                if self._last_refresh is None
+                else round(time.monotonic() - self._last_refresh, 3)
+            ),
+            "staleness_bound_s": self.settings.store.refresh_interval_s,
             "embedding_model": getattr(self.embedder, "model_name", type(self.embedder).__name__),
             "embedder_ready": self.embedder.ready,
             "capture": {

@@ -25,7 +25,9 @@ if TYPE_CHECKING:
         Skill,
         Trajectory,
     )
+    from metaclaw_core.schedule.signals import IdleSignal, LastCallSource
     from metaclaw_core.skills.index import SkillSnapshot
+    from metaclaw_core.train.backend import TrainingBackend
 
 PROJECT = "metaclaw"
 hookspec = pluggy.HookspecMarker(PROJECT)
@@ -120,6 +122,30 @@ def metaclaw_session_ended(session_id: str, reason: str | None, trajectory_ids: 
 
     ``trajectory_ids`` are the captures of the session this process saw (possibly incomplete
     after a restart). Called off the hot path; exceptions are logged and swallowed.
+    """
+
+
+@hookspec(firstresult=True)
+def metaclaw_training_backend(settings: Settings) -> TrainingBackend | None:
+    """Build the training backend of the slow loop (called when training or RL serving starts).
+
+    ``settings.train.backend`` names the one wanted (built-ins: ``local``, ``tinker``); return
+    an object satisfying :class:`metaclaw_core.train.backend.TrainingBackend` if the name is
+    yours, else None. First non-None wins. Loading weights may take a while: it runs off the
+    hot path, in the trainer's thread or the CLI.
+    """
+
+
+@hookspec
+def metaclaw_idle_signals(
+    settings: Settings, last_call_at: LastCallSource
+) -> list[IdleSignal] | None:
+    """Contribute idle signals to the opportunistic scheduler (called once when it starts).
+
+    Return :class:`metaclaw_core.schedule.signals.IdleSignal` objects (or None). Each reads
+    ``away``, ``present`` or ``unknown`` at a given time; a signal of kind ``agent`` says
+    whether the agent is quiet. ``last_call_at()`` gives the epoch seconds of the newest agent
+    call seen (None if unknown). Every implementation is called; the lists are joined.
     """
 
 

@@ -77,7 +77,9 @@ class SkillLibrary:
         *,
         vetter: Vetter | None = None,
         listeners: Iterable[GenerationListener] = (),
+        read_only_reason: str | None = None,
     ) -> None:
+        self.read_only_reason = read_only_reason
         self.store = store
         self.embedder = embedder
         self.vetter = vetter
@@ -264,6 +266,7 @@ class SkillLibrary:
 
         The old versions are made live again as they were (same rows, no re-embedding).
         """
+        self._check_writable()
         with self._lock:
             self.refresh()
             gens = self._generation_rows()
@@ -304,6 +307,7 @@ class SkillLibrary:
     ) -> Generation:
         """The one place the live set changes: validate, vet, write rows, publish generation."""
         added, updated, retired = list(added or []), list(updated or []), list(retired or [])
+        self._check_writable()
         if not (added or updated or retired):
             raise StoreError("metaclaw: nothing to change")
         with self._lock:
@@ -340,6 +344,10 @@ class SkillLibrary:
                 updated=sorted(s.name for s in updated),
             )
             return self._publish(current, gen, [r["row_id"] for r in rows], new_rows=rows)
+
+    def _check_writable(self) -> None:
+        if self.read_only_reason:
+            raise StoreError(f"metaclaw: {self.read_only_reason}")
 
     def _version_rows(self, skills: list[Skill], generation: int) -> list[dict[str, Any]]:
         if not skills:
