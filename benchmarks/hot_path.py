@@ -57,7 +57,7 @@ def synthetic_snapshot(n: int, dim: int, generation: int) -> SkillSnapshot:
         )
         for i in range(n)
     ]
-    return SkillSnapshot(generation=generation, skills=tuple(skills), matrix=vecs)
+    return SkillSnapshot.build(generation, skills, vecs)
 
 
 def ctx(text: str, i: int) -> CallContext:
@@ -98,13 +98,19 @@ def main() -> None:
             emb._encode([f"{TASKS[i % len(TASKS)]} variant {i}"])  # type: ignore[attr-defined]
             t_embed.append((time.perf_counter() - t0) * 1e3)
 
-        print(f"# hot path, {time.strftime('%Y-%m-%d')}, {platform.machine()}, "
-              f"{os.cpu_count()} cores, python {platform.python_version()}")
-        print(f"query embedding alone (MiniLM, 1 text): p50 {pct(t_embed, 50):.2f} ms, "
-              f"p99 {pct(t_embed, 99):.2f} ms")
+        print(
+            f"# hot path, {time.strftime('%Y-%m-%d')}, {platform.machine()}, "
+            f"{os.cpu_count()} cores, python {platform.python_version()}"
+        )
+        print(
+            f"query embedding alone (MiniLM, 1 text): p50 {pct(t_embed, 50):.2f} ms, "
+            f"p99 {pct(t_embed, 99):.2f} ms"
+        )
         print()
-        print("| skills | before_call cached p50 / p99 (ms) | before_call new query p50 / p99 (ms) "
-              "| new - embed p50 (ms) | top-k only p50 (ms) | after_call p50 / p99 (ms) | RSS (MB) |")
+        print(
+            "| skills | before_call cached p50 / p99 (ms) | before_call new query p50 / p99 (ms) "
+            "| new - embed p50 (ms) | top-k only p50 (ms) | after_call p50 / p99 (ms) | RSS (MB) |"
+        )
         print("|---:|---:|---:|---:|---:|---:|---:|")
         for n in sizes:
             snap = synthetic_snapshot(n, dim, generation=1000 + n)
@@ -133,10 +139,12 @@ def main() -> None:
                 topk.append((time.perf_counter() - t0) * 1e3)
             engine.flush(120)
             rss = proc.memory_info().rss / 2**20
-            print(f"| {n:,} | {pct(cached, 50):.3f} / {pct(cached, 99):.3f} "
-                  f"| {pct(fresh, 50):.2f} / {pct(fresh, 99):.2f} "
-                  f"| {pct(fresh, 50) - pct(t_embed, 50):.2f} | {pct(topk, 50):.3f} "
-                  f"| {pct(after, 50):.3f} / {pct(after, 99):.3f} | {rss:.0f} |")
+            print(
+                f"| {n:,} | {pct(cached, 50):.3f} / {pct(cached, 99):.3f} "
+                f"| {pct(fresh, 50):.2f} / {pct(fresh, 99):.2f} "
+                f"| {pct(fresh, 50) - pct(t_embed, 50):.2f} | {pct(topk, 50):.3f} "
+                f"| {pct(after, 50):.3f} / {pct(after, 99):.3f} | {rss:.0f} |"
+            )
 
         # Ingest: how many acknowledged trajectories per second reach LanceDB.
         engine._snapshot = synthetic_snapshot(100, dim, generation=1)
@@ -151,9 +159,11 @@ def main() -> None:
         t_all = time.perf_counter() - t0
         stored = engine.trajectories.count() - start_count
         print()
-        print(f"ingest: {args.ingest:,} trajectories acknowledged in {t_ack:.2f} s "
-              f"({args.ingest / t_ack:,.0f}/s), all {stored:,} in LanceDB after {t_all:.2f} s "
-              f"({stored / t_all:,.0f}/s end to end)")
+        print(
+            f"ingest: {args.ingest:,} trajectories acknowledged in {t_ack:.2f} s "
+            f"({args.ingest / t_ack:,.0f}/s), all {stored:,} in LanceDB after {t_all:.2f} s "
+            f"({stored / t_all:,.0f}/s end to end)"
+        )
         print(f"writer stats: {dict(engine.writer.stats) if engine.writer else {}}")
         print(f"peak RSS: {proc.memory_info().rss / 2**20:.0f} MB")
         _ = statistics  # keep import for readers extending the script

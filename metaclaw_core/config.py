@@ -267,6 +267,207 @@ class ScheduleSettings(BaseModel):
     )
 
 
+class LLMEndpointSettings(BaseModel):
+    """An OpenAI-compatible chat endpoint used by one learning role."""
+
+    base_url: str | None = Field(
+        None,
+        description="OpenAI-compatible base URL, e.g. https://api.openai.com/v1 or "
+        "http://127.0.0.1:8080/v1 (unset: the role is off).",
+    )
+    api_key: SecretStr | None = Field(
+        None, description="API key sent as a bearer token (never logged); see api_key_env."
+    )
+    api_key_env: str = Field(
+        "OPENAI_API_KEY", description="Environment variable read when api_key is unset."
+    )
+    model: str = Field("gpt-4o-mini", description="Model name sent with every request.")
+    timeout_s: float = Field(60.0, gt=0, description="Longest wait for one HTTP attempt.")
+    max_retries: int = Field(
+        2, ge=0, le=10, description="Retries after a 429, a 5xx, a dropped connection or a timeout."
+    )
+    backoff_s: float = Field(
+        1.0, ge=0, description="Wait before the first retry; doubles each retry (Retry-After wins)."
+    )
+    backoff_max_s: float = Field(20.0, ge=0, description="Longest wait between two retries.")
+    temperature: float = Field(0.2, ge=0, le=2, description="Sampling temperature.")
+    max_tokens: int = Field(1500, ge=16, description="Longest reply, in tokens.")
+    structured_output: Literal["json_schema", "json_object", "off"] = Field(
+        "json_schema",
+        description="How JSON is requested: a response_format JSON schema, plain JSON mode, or "
+        "only the prompt. A server that refuses one falls back to the next (the reply is "
+        "parsed robustly either way).",
+    )
+
+    def resolved_api_key(self) -> str | None:
+        if self.api_key is not None:
+            return self.api_key.get_secret_value()
+        return os.environ.get(self.api_key_env) or None
+
+
+class EvolverSettings(LLMEndpointSettings):
+    """The skill evolver: failures → candidate skills (`metaclaw evolve`)."""
+
+    timeout_s: float = Field(120.0, gt=0, description="Longest wait for one HTTP attempt.")
+    auto: bool = Field(
+        True,
+        description="Evolve on the triggers below in the background (needs base_url; never on a "
+        "serving host).",
+    )
+    failure_threshold: int = Field(
+        3, ge=1, description="N: evolve once this many failures arrived since the last evolution."
+    )
+    on_session_end: bool = Field(
+        True, description="Also evolve when a host session ends with failures."
+    )
+    feedback_auto: bool = Field(
+        True,
+        description="Turn an explicit correction (a reward with source 'correction') into a "
+        "candidate skill as soon as it is recorded (no LLM needed).",
+    )
+    min_interval_s: float = Field(
+        30.0, ge=0, description="Least time between two automatic LLM evolutions."
+    )
+    max_failures: int = Field(
+        6, ge=1, le=50, description="Most failures shown to the LLM in one evolution."
+    )
+    lookback: int = Field(
+        200, ge=1, description="How many of the newest failures the selection considers."
+    )
+    diversity_max_similarity: float = Field(
+        0.9,
+        ge=-1,
+        le=1,
+        description="Two failures whose task texts are more similar than this count as one "
+        "(the selection keeps the newest).",
+    )
+    max_chars_per_failure: int = Field(
+        2500, ge=200, description="Characters of one failure (trimmed, redacted) sent to the LLM."
+    )
+    context_skills: int = Field(
+        5, ge=0, le=50, description="Closest existing skills shown to the LLM (not the library)."
+    )
+    max_candidates: int = Field(3, ge=1, le=20, description="Most skills one evolution proposes.")
+
+
+class JudgeSettings(LLMEndpointSettings):
+    """The PRM judge: m votes per trajectory, majority to -1, 0 or 1, in the background."""
+
+    timeout_s: float = Field(30.0, gt=0, description="Longest wait for one HTTP attempt.")
+    temperature: float = Field(
+        0.7, ge=0, le=2, description="Sampling temperature (votes must be independent)."
+    )
+    max_tokens: int = Field(400, ge=16, description="Longest vote, in tokens.")
+    enabled: bool = Field(
+        True, description="Score stored trajectories in the background when base_url is set."
+    )
+    votes: int = Field(3, ge=1, le=15, description="m: independent judge calls per trajectory.")
+    deadline_s: float = Field(
+        60.0,
+        gt=0,
+        description="Hard time-out of one judgment (all votes); votes not in by then count as "
+        "failed.",
+    )
+    sample_rate: float = Field(
+        1.0, ge=0, le=1, description="Fraction of stored trajectories the judge scores."
+    )
+    max_chars: int = Field(
+        6000, ge=200, description="Characters of the trajectory (trimmed, redacted) shown."
+    )
+
+
+class RewardSettings(BaseModel):
+    """Reward sources other than the judge, and the background scoring queue."""
+
+    queue_size: int = Field(
+        1000, ge=1, description="Trajectories waiting to be scored (more are not scored)."
+    )
+    check_command: str | None = Field(
+        None,
+        description="A verifiable check run for every stored trajectory (its JSON on stdin): "
+        "exit 0 scores +1, exit 125 means not applicable, any other exit scores -1.",
+    )
+    check_timeout_s: float = Field(
+        30.0, gt=0, description="A check still running after this gives no score."
+    )
+
+
+class VettingSettings(BaseModel):
+    """Checks every candidate skill passes before it can go live, and the review mode."""
+
+    review: Literal["auto", "manual"] = Field(
+        "auto",
+        description="auto: vetted candidates go live at once; manual: they wait as pending "
+        "until `metaclaw skills approve`.",
+    )
+    max_name_chars: int = Field(48, ge=8, le=64, description="Longest skill name (slug).")
+    max_description_chars: int = Field(300, ge=20, description="Longest description.")
+    max_body_chars: int = Field(2000, ge=50, description="Longest body.")
+    duplicate_similarity: float = Field(
+        0.9,
+        ge=0,
+        le=1,
+        description="Cosine similarity at or above which a candidate is a near-duplicate of a "
+        "live skill.",
+    )
+    duplicates: Literal["merge", "drop"] = Field(
+        "merge",
+        description="What the evolver does with a near-duplicate candidate: merge its new "
+        "sentences into the live skill (an update), or drop it.",
+    )
+    conflict_similarity: float = Field(
+        0.4,
+        ge=-1,
+        le=1,
+        description="Live skills at least this similar to a candidate are checked for "
+        "contradicting rules.",
+    )
+    learned_sources: list[str] = Field(
+        default_factory=lambda: ["evolver", "feedback"],
+        description="Skill sources the duplicate and conflict checks apply to (skills a person "
+        "adds or imports are theirs to overlap).",
+    )
+    screen_injection: bool = Field(
+        True,
+        description="Refuse skills that override the model's rules, exfiltrate secrets, or "
+        "smuggle URLs or shell commands (every source).",
+    )
+    allowed_url_hosts: list[str] = Field(
+        default_factory=list,
+        description="Hosts a skill may link to (with their subdomains); any other URL rejects it.",
+    )
+
+
+class LifecycleSettings(BaseModel):
+    """Skill effectiveness (`metaclaw skills stats`) and the optional retirement policy."""
+
+    window: int = Field(
+        5000, ge=10, description="Newest trajectories the statistics are computed over."
+    )
+    comparable_similarity: float = Field(
+        0.3,
+        ge=-1,
+        le=1,
+        description="A trajectory without a skill is comparable when its task is at least this "
+        "similar to the skill.",
+    )
+    min_samples: int = Field(
+        20, ge=1, description="Rewarded trajectories needed on each side before judging a skill."
+    )
+    retire_unhelpful: bool = Field(
+        False,
+        description="Retire skills whose gain is at or below retire_max_gain (checked after "
+        "each evolution and by `metaclaw skills stats --retire`).",
+    )
+    retire_max_gain: float = Field(
+        0.0,
+        ge=-2,
+        le=2,
+        description="Gain = mean reward with the skill minus without it; at or below this a "
+        "skill does not help.",
+    )
+
+
 class Settings(BaseSettings):
     """All metaclaw-core settings."""
 
@@ -285,6 +486,11 @@ class Settings(BaseSettings):
     proxy: ProxySettings = Field(default_factory=ProxySettings)
     train: TrainSettings = Field(default_factory=TrainSettings)
     schedule: ScheduleSettings = Field(default_factory=ScheduleSettings)
+    evolver: EvolverSettings = Field(default_factory=EvolverSettings)
+    judge: JudgeSettings = Field(default_factory=JudgeSettings)
+    rewards: RewardSettings = Field(default_factory=RewardSettings)
+    vetting: VettingSettings = Field(default_factory=VettingSettings)
+    lifecycle: LifecycleSettings = Field(default_factory=LifecycleSettings)
     load_entrypoints: bool = Field(True, description="Load third-party plugins (group 'metaclaw').")
     role: Literal["standalone", "serving", "learner"] = Field(
         "standalone",

@@ -15,6 +15,13 @@ const FRAMEWORK = "openclaw";
 const MAX_PENDING_RUNS = 1000;
 const MAX_TURN_MESSAGES = 200;
 const WARN_INTERVAL_MS = 60_000;
+// The service keeps 20k characters of a message; sending far more only risks a 413.
+const MAX_CONTENT_CHARS = 50_000;
+const MAX_ERROR_CHARS = 4_000;
+
+function cap(text: string, limit = MAX_CONTENT_CHARS): string {
+  return text.length <= limit ? text : `${text.slice(0, limit)}…[cut ${text.length - limit} chars]`;
+}
 
 export interface MetaClawConfig {
   enabled: boolean;
@@ -60,7 +67,7 @@ export function readConfig(raw: unknown): MetaClawConfig {
 // -- OpenClaw messages -> the service's messages ----------------------------------------------
 
 function partsText(content: unknown): string {
-  if (typeof content === "string") return content;
+  if (typeof content === "string") return cap(content);
   if (!Array.isArray(content)) return "";
   const texts: string[] = [];
   for (const part of content) {
@@ -69,7 +76,7 @@ function partsText(content: unknown): string {
       texts.push((part as Json).text as string);
     }
   }
-  return texts.join("\n");
+  return cap(texts.join("\n"));
 }
 
 function toolCalls(content: unknown): ServiceMessage["tool_calls"] {
@@ -82,7 +89,7 @@ function toolCalls(content: unknown): ServiceMessage["tool_calls"] {
     calls.push({
       id: typeof p.id === "string" ? p.id : undefined,
       name: typeof p.name === "string" ? p.name : "",
-      arguments: typeof args === "string" ? args : JSON.stringify(args ?? {}),
+      arguments: cap(typeof args === "string" ? args : JSON.stringify(args ?? {})),
     });
   }
   return calls;
@@ -231,6 +238,8 @@ class PendingCalls {
 }
 
 const registered = new WeakSet<object>();
+// Shared by every registration: a re-registration (config reload) mid-turn keeps the call id.
+const pending = new PendingCalls();
 
 export function registerMetaClaw(api: any): void {
   // OpenClaw may call register more than once (full and discovery registration): hooks must
@@ -239,7 +248,6 @@ export function registerMetaClaw(api: any): void {
   registered.add(api);
   const config = readConfig(api.pluginConfig);
   const client = new MetaClawClient(config, api.logger);
-  const pending = new PendingCalls();
 
   api.on(
     "before_prompt_build",
@@ -289,7 +297,7 @@ export function registerMetaClaw(api: any): void {
             model: ctx?.modelId,
             ...turnCapture(event.messages ?? []),
             success: event.success ?? null,
-            error: event.error ?? null,
+            error: typeof event.error === "string" ? cap(event.error, MAX_ERROR_CHARS) : null,
             latency_ms: typeof event.durationMs === "number" ? event.durationMs : null,
             metadata: { agent_id: ctx?.agentId, run_id: event.runId ?? ctx?.runId, trigger: ctx?.trigger, channel: ctx?.channel },
           },

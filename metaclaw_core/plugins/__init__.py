@@ -23,6 +23,8 @@ BUILTIN_MODULES = (
     "metaclaw_core.plugins.render",
     "metaclaw_core.plugins.redact",
     "metaclaw_core.plugins.vetting",
+    "metaclaw_core.plugins.training",
+    "metaclaw_core.plugins.idle",
 )
 
 

@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
 from typing import Any
 
+import httpx
 from fastapi import FastAPI
 from fastapi.responses import PlainTextResponse
 
@@ -24,6 +25,7 @@ from metaclaw_core.service.errors import install_error_handlers
 from metaclaw_core.service.limits import BodySizeLimit
 from metaclaw_core.service.metrics import CONTENT_TYPE, LabelValues, RequestMetrics
 from metaclaw_core.service.state import ServiceState
+from metaclaw_core.train.policy import PolicyServer
 
 DESCRIPTION = """\
 The MetaClaw engine over HTTP: choose skills before an LLM call (`/v1/inject`), capture it
@@ -83,11 +85,13 @@ def create_app(
     settings: Settings | None = None,
     *,
     own_engine: bool | None = None,
+    policy: PolicyServer | None = None,
 ) -> FastAPI:
     """Build the service around ``engine`` (default: a new one from ``settings``).
 
     The app closes the engine on shutdown when it created it, or when ``own_engine``.
-    ``settings`` defaults to the engine's.
+    ``settings`` defaults to the engine's. With ``policy`` (the slow loop's trained policy),
+    ``/v1/chat/completions`` is answered by it instead of ``proxy.upstream_base_url``.
     """
     if engine is None:
         engine = MetaClaw(settings or Settings())
@@ -96,6 +100,12 @@ def create_app(
     token = settings.service.token.get_secret_value() if settings.service.token else None
     check_bind(settings.service.host, token)
     state = ServiceState(engine=engine, settings=settings)
+    if policy is not None:
+        from metaclaw_core.train.serving import POLICY_BASE_URL, policy_app
+
+        app_ = policy_app(policy, max_tokens_cap=settings.train.serve_max_tokens)
+        state.upstream_transport = httpx.ASGITransport(app=app_)
+        state.upstream_base_url = POLICY_BASE_URL
     _gauges(state)
 
     @asynccontextmanager

@@ -90,11 +90,12 @@ def make_upstream_client(state: ServiceState) -> httpx.AsyncClient:
             max_connections=p.max_connections, max_keepalive_connections=p.max_connections
         ),
         follow_redirects=False,
+        transport=state.upstream_transport,
     )
 
 
 def _upstream_url(state: ServiceState, path: str, request: Request) -> str | None:
-    base = state.settings.proxy.upstream_base_url
+    base = state.upstream_base_url or state.settings.proxy.upstream_base_url
     if not base:
         return None
     url = base.rstrip("/") + path
@@ -225,7 +226,8 @@ async def chat_completions(request: Request, state: State) -> Response:
         finally:
             await upstream.aclose()
         if upstream.status_code >= 400:
-            error: str | None = f"upstream status {upstream.status_code}: {raw[:500]!r}"
+            said = raw[:500].decode("utf-8", "replace")
+            error: str | None = f"upstream status {upstream.status_code}: {said}"
             output = None
         else:
             error = None

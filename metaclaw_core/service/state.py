@@ -27,6 +27,10 @@ class ServiceState:
     ledger: SessionLedger = field(default_factory=SessionLedger)
     started_at: float = field(default_factory=time.time)
     http: httpx.AsyncClient | None = None
+    # The slow loop's trained policy, when it serves the agent's model: the proxy's upstream
+    # becomes this in-process app (see metaclaw_core.train.serving).
+    upstream_transport: httpx.AsyncBaseTransport | None = None
+    upstream_base_url: str | None = None
     background: set[asyncio.Task[Any]] = field(default_factory=set)
 
     def spawn(self, work: Coroutine[Any, Any, Any]) -> None:

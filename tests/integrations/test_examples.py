@@ -11,6 +11,8 @@ import pytest
 
 from tests.support.scripted_openai import Reply, ScriptedOpenAI
 
+pytestmark = pytest.mark.slow  # each example loads the embedder in a fresh process
+
 ROOT = Path(__file__).resolve().parents[2]
 REAL_MODEL_VARS = ("OPENAI_BASE_URL", "OPENAI_API_KEY", "METACLAW_MODEL", "METACLAW_HOME")
 

@@ -70,11 +70,9 @@ def test_four_hosts_capture_in_parallel_and_nothing_is_lost_or_doubled(
         s.store.uri, s.store.storage_options = uri, opts
         s.store.batch_size, s.store.flush_interval_s = 10, 0.01
         with MetaClaw(s) as engine:
+            msg = lambda i: [Message(role="user", content=f"{host} {i}")]
             ids = [
-                engine.after_call(
-                    CallContext(session_id=host, messages=[Message(role="user", content=f"{host} {i}")]),
-                    "ok",
-                )
+                engine.after_call(CallContext(session_id=host, messages=msg(i)), "ok")
                 for i in range(500)
             ]
             assert engine.flush(300), "not all captures reached the store"
@@ -204,7 +202,8 @@ def test_killed_serving_host_loses_no_acknowledged_capture(
         s.store.flush_interval_s, s.store.batch_size = 3600, 100000
         engine = MetaClaw(s)
         for i in range(100):
-            tid = engine.after_call(CallContext(messages=[Message(role="user", content=str(i))]), "x")
+            c = CallContext(messages=[Message(role="user", content=str(i))])
+            tid = engine.after_call(c, "x")
             print("ACK", tid, flush=True)
         os.kill(os.getpid(), signal.SIGKILL)
         """

@@ -99,8 +99,9 @@ class MetaClawMiddleware(AgentMiddleware[Any, Any, Any]):
             messages=to_messages([*system, *request.messages]),
         )
 
-    def _inject(self, request: ModelRequest[Any], ctx: CallContext, inj: Injection) -> _Call:
-        config = ensure_config()
+    def _inject(
+        self, request: ModelRequest[Any], config: RunnableConfig, ctx: CallContext, inj: Injection
+    ) -> _Call:
         system = with_skills(request.system_message, inj)
         if system is not request.system_message:
             request = request.override(system_message=system)
@@ -110,16 +111,18 @@ class MetaClawMiddleware(AgentMiddleware[Any, Any, Any]):
 
     def _before(self, request: ModelRequest[Any]) -> _Call | None:
         try:
-            ctx = self._context(request, ensure_config())
-            return self._inject(request, ctx, self.engine.before_call(ctx))
+            config = ensure_config()
+            ctx = self._context(request, config)
+            return self._inject(request, config, ctx, self.engine.before_call(ctx))
         except Exception as exc:
             record_fault(self.engine, "langchain middleware (inject)", exc)
             return None
 
     async def _abefore(self, request: ModelRequest[Any]) -> _Call | None:
         try:
-            ctx = self._context(request, ensure_config())
-            return self._inject(request, ctx, await self.engine.abefore_call(ctx))
+            config = ensure_config()
+            ctx = self._context(request, config)
+            return self._inject(request, config, ctx, await self.engine.abefore_call(ctx))
         except Exception as exc:
             record_fault(self.engine, "langchain middleware (inject)", exc)
             return None

@@ -187,6 +187,18 @@ test("/metaclaw shows status and records explicit feedback", async () => {
   assert.match(reply.text, /generation 3/);
 });
 
+test("huge contents and errors are cut before they are sent", async () => {
+  const { api, hook } = fakeApi({ serviceUrl: url });
+  registerMetaClaw(api);
+  const huge = "x".repeat(200_000);
+  await hook("agent_end")({ messages: [{ role: "user", content: huge }, { role: "toolResult", toolCallId: "c", content: huge }], success: false, error: huge }, CTX);
+  const body = seen[0].body;
+  assert.ok(body.messages[0].content.length < 50_100 && body.messages[0].content.endsWith("chars]"));
+  assert.ok(body.messages[1].content.length < 50_100);
+  assert.ok(body.error.length < 4_100);
+  assert.equal(body.success, false);
+});
+
 test("turnCapture without a final answer keeps every message", () => {
   const t = turnCapture([{ role: "user", content: "only a question" }]);
   assert.deepEqual(t, { messages: [{ role: "user", content: "only a question" }] });

@@ -1,0 +1,317 @@
+"""``FastLoop``: the background half of the fast loop, fed by observer hooks.
+
+It is a plugin the engine registers. Its observers run on the capture writer's thread and do
+O(1) work: append to a bounded queue and return. Two daemon workers, started on first use,
+do the rest: the *scorer* asks the reward sources (``metaclaw_score_trajectory``: checks, the
+PRM judge) for a score and records it; the *learner* counts failures and runs the evolver on
+its triggers (N failures, a session ending with failures, an explicit correction).
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from collections import Counter, OrderedDict, deque
+from typing import TYPE_CHECKING, Any
+
+from metaclaw_core.evolve.evolver import EvolutionReport, SkillEvolver
+from metaclaw_core.evolve.support import CORRECTION
+from metaclaw_core.hookspecs import hookimpl
+from metaclaw_core.models import Reward, Trajectory
+
+if TYPE_CHECKING:
+    from metaclaw_core.engine import MetaClaw
+
+log = logging.getLogger("metaclaw.fastloop")
+
+_EVENTS_MAX = 10_000
+_SEEN_MAX = 50_000
+_STOP = ("stop", None)
+
+
+class FastLoop:
+    """Scoring queue and evolution triggers of one engine (bounded, never on the hot path)."""
+
+    def __init__(self, engine: MetaClaw) -> None:
+        self.engine = engine
+        self.settings = engine.settings
+        self.stats: Counter[str] = Counter()
+        self.last_report: EvolutionReport | None = None
+        self.last_error: str | None = None
+        self._evolver: SkillEvolver | None = None
+        self._stop = threading.Event()
+        self._start_lock = threading.Lock()
+        # scorer: batches of stored trajectories, bounded by the number of trajectories
+        self._to_score: deque[list[Trajectory]] = deque()
+        self._to_score_n = 0
+        self._score_cond = threading.Condition()
+        self._scoring_busy = False
+        self._scoring: bool | None = None
+        # learner: events in arrival order
+        self._events: queue.Queue[tuple[str, Any]] = queue.Queue(maxsize=_EVENTS_MAX)
+        self._learning_busy = False
+        self._failures_since = 0
+        self._seen_failures: OrderedDict[str, None] = OrderedDict()
+        self._last_evolution = float("-inf")
+        self._wanted: str | None = None  # a trigger that fired but waits for min_interval_s
+        self._threads: dict[str, threading.Thread] = {}
+
+    @property
+    def evolver(self) -> SkillEvolver:
+        if self._evolver is None:
+            self._evolver = SkillEvolver(self.engine)
+        return self._evolver
+
+    # -- observers (writer thread: O(1) each) ----------------------------------------------
+    @hookimpl
+    def metaclaw_trajectories_stored(self, trajectories: list[Trajectory]) -> None:
+        if self._stop.is_set():
+            return
+        if self._scoring_enabled():
+            with self._score_cond:
+                if self._to_score_n + len(trajectories) <= self.settings.rewards.queue_size:
+                    self._to_score.append(trajectories)
+                    self._to_score_n += len(trajectories)
+                    self._score_cond.notify()
+                else:
+                    self.stats["score_dropped"] += len(trajectories)
+            self._ensure("scorer", self._score_loop)
+        self._post("stored", trajectories)
+
+    @hookimpl
+    def metaclaw_reward_recorded(self, reward: Reward) -> None:
+        self._post("reward", reward)
+
+    @hookimpl
+    def metaclaw_session_ended(
+        self, session_id: str, reason: str | None, trajectory_ids: list[str]
+    ) -> None:
+        self._post("session", list(trajectory_ids))
+
+    def _post(self, kind: str, payload: Any) -> None:
+        if self._stop.is_set():
+            return
+        try:
+            self._events.put_nowait((kind, payload))
+        except queue.Full:
+            self.stats["events_dropped"] += 1
+            return
+        self._ensure("learner", self._learn_loop)
+
+    # -- workers ---------------------------------------------------------------------------
+    def _ensure(self, name: str, target: Any) -> None:
+        t = self._threads.get(name)
+        if t is not None and t.is_alive():
+            return
+        with self._start_lock:
+            t = self._threads.get(name)
+            if (t is None or not t.is_alive()) and not self._stop.is_set():
+                t = threading.Thread(target=target, name=f"metaclaw-{name}", daemon=True)
+                self._threads[name] = t
+                t.start()
+
+    def _scoring_enabled(self) -> bool:
+        if self._scoring is None:
+            s = self.settings
+            judge = s.judge.enabled and bool(s.judge.base_url) and s.judge.sample_rate > 0
+            impls = self.engine.pm.hook.metaclaw_score_trajectory.get_hookimpls()
+            third_party = any(
+                not (self.engine.pm.get_name(i.plugin) or "").startswith("builtin:") for i in impls
+            )
+            self._scoring = judge or bool(s.rewards.check_command) or third_party
+        return self._scoring
+
+    def _score_loop(self) -> None:
+        while not self._stop.is_set():
+            with self._score_cond:
+                while not self._to_score and not self._stop.is_set():
+                    self._score_cond.wait(0.5)
+                if self._stop.is_set():
+                    return
+                batch = self._to_score.popleft()
+                self._to_score_n -= len(batch)
+                self._scoring_busy = True
+            try:
+                for t in batch:
+                    if self._stop.is_set():
+                        return
+                    self._score_one(t)
+            finally:
+                with self._score_cond:
+                    self._scoring_busy = False
+                    self._score_cond.notify_all()
+
+    def _score_one(self, t: Trajectory) -> None:
+        if t.error:
+            return  # a host-reported error is a failure already; no judge needed
+        try:
+            reward = self.engine.hook.metaclaw_score_trajectory(
+                trajectory=t, settings=self.settings
+            )
+        except Exception as exc:
+            self.stats["score_errors"] += 1
+            self.engine.faults.record("reward source", exc)
+            return
+        if reward is None:
+            self.stats["unscored"] += 1
+            return
+        try:
+            self.engine.feedback(
+                t.id, reward.value, source=reward.source, detail=reward.detail
+            )
+            self.stats["scored"] += 1
+        except Exception as exc:
+            self.engine.faults.record("recording a reward", exc)
+
+    def _learn_loop(self) -> None:
+        while not self._stop.is_set():
+            try:
+                kind, payload = self._events.get(timeout=1.0 if self._wanted else 0.5)
+            except queue.Empty:
+                if self._wanted:
+                    self._maybe_evolve(self._wanted)
+                continue
+            if kind == "stop":
+                return
+            self._learning_busy = True
+            try:
+                self._handle(kind, payload)
+            except Exception as exc:
+                self.stats["learner_errors"] += 1
+                self.last_error = str(exc)
+                self.engine.faults.record("fast loop", exc)
+            finally:
+                self._learning_busy = False
+
+    def _handle(self, kind: str, payload: Any) -> None:
+        if kind == "stored":
+            for t in payload:
+                if t.error:
+                    self._failure(t.id)
+        elif kind == "reward":
+            r: Reward = payload
+            if r.source == CORRECTION and (r.detail or "").strip():
+                self._from_correction(r)
+            elif r.value <= 0:
+                self._failure(r.trajectory_id)
+        elif kind == "session":
+            self._session_ended(payload)
+
+    def _failure(self, trajectory_id: str) -> None:
+        if trajectory_id in self._seen_failures:
+            return
+        self._seen_failures[trajectory_id] = None
+        if len(self._seen_failures) > _SEEN_MAX:
+            self._seen_failures.popitem(last=False)
+        self.stats["failures"] += 1
+        self._failures_since += 1
+        n = self.settings.evolver.failure_threshold
+        if self._failures_since >= n:
+            self._maybe_evolve(f"{self._failures_since} failures")
+
+    def _may_change_skills(self) -> bool:
+        return self.settings.role != "serving"  # serving hosts never write the library
+
+    def _from_correction(self, reward: Reward) -> None:
+        if not (self.settings.evolver.feedback_auto and self._may_change_skills()):
+            return
+        try:
+            report = self.evolver.from_corrections(
+                trajectory_ids=[reward.trajectory_id], trigger="correction"
+            )
+        except Exception as exc:
+            self._evolution_failed(exc)
+            return
+        self._evolved(report)
+
+    def _session_ended(self, trajectory_ids: list[str]) -> None:
+        s = self.settings.evolver
+        if not (s.on_session_end and s.auto and s.base_url and trajectory_ids):
+            return
+        if not self._may_change_skills():
+            return
+        consumed, _ = self.evolver.log.consumed()
+        failed = self.evolver.support.failures(ids=trajectory_ids, exclude=consumed)
+        if failed:
+            self._maybe_evolve("session end", prefer=[f.id for f in failed], force=True)
+
+    def _maybe_evolve(
+        self, trigger: str, *, prefer: list[str] | None = None, force: bool = False
+    ) -> None:
+        s = self.settings.evolver
+        if not (s.auto and s.base_url and self._may_change_skills()):
+            self._wanted = None
+            if not s.base_url and not self.stats["evolver_unconfigured"]:
+                log.info("metaclaw: failures are accumulating but no evolver LLM is configured")
+            self.stats["evolver_unconfigured"] += 1
+            return
+        wait = self._last_evolution + s.min_interval_s - time.monotonic()
+        if wait > 0 and not force:
+            self._wanted = trigger
+            return
+        self._wanted = None
+        self._failures_since = 0
+        self._last_evolution = time.monotonic()
+        try:
+            report = self.evolver.evolve(trigger=trigger, prefer=prefer)
+        except Exception as exc:
+            self._evolution_failed(exc)
+            return
+        self._evolved(report)
+
+    def _evolved(self, report: EvolutionReport) -> None:
+        self.stats["evolutions"] += 1
+        self.stats["skills_live"] += len(report.live)
+        self.stats["skills_pending"] += len(report.pending)
+        self.stats["candidates_rejected"] += len(report.rejected)
+        self.last_report = report
+        if report.live and self.settings.lifecycle.retire_unhelpful:
+            from metaclaw_core.evolve.lifecycle import retire_unhelpful
+
+            try:
+                retire_unhelpful(self.engine)
+            except Exception as exc:
+                self.engine.faults.record("skill retirement", exc)
+
+    def _evolution_failed(self, exc: Exception) -> None:
+        self.stats["evolution_errors"] += 1
+        self.last_error = str(exc)
+        self.engine.faults.record("evolver", exc)
+
+    # -- control -----------------------------------------------------------------------------
+    def wait_idle(self, timeout: float = 30.0) -> bool:
+        """Block until every queued score and event is handled (tests, CLI, shutdown)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with self._score_cond:
+                scoring = bool(self._to_score) or self._scoring_busy
+            if not scoring and self._events.empty() and not self._learning_busy:
+                return True
+            time.sleep(0.01)
+        return False
+
+    def status(self) -> dict[str, Any]:
+        with self._score_cond:
+            waiting = self._to_score_n
+        return {
+            "scoring_queue": waiting,
+            "events_queue": self._events.qsize(),
+            "failures_since_evolution": self._failures_since,
+            "last_error": self.last_error,
+            **dict(self.stats),
+        }
+
+    def close(self, timeout: float = 10.0) -> None:
+        """Stop the workers after the job in hand; what is still queued is not processed."""
+        self._stop.set()
+        with self._score_cond:
+            self._score_cond.notify_all()
+        try:
+            self._events.put_nowait(_STOP)
+        except queue.Full:
+            pass
+        deadline = time.monotonic() + timeout
+        for t in list(self._threads.values()):
+            t.join(max(0.0, deadline - time.monotonic()))
