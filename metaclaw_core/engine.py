@@ -19,6 +19,8 @@ from metaclaw_core.capture import copy_messages, copy_output
 from metaclaw_core.config import Settings
 from metaclaw_core.embeddings import Embedder, SentenceTransformerEmbedder, Vector
 from metaclaw_core.errors import MetaClawError
+from metaclaw_core.evolve.loop import FastLoop
+from metaclaw_core.evolve.vetting import VetContext
 from metaclaw_core.faults import FaultLog
 from metaclaw_core.models import (
     CallContext,
@@ -94,6 +96,10 @@ class MetaClaw:
         self._closed = threading.Event()
         self.last_call_at: float | None = None
         self.writer: CaptureWriter | None = None
+        # The fast loop's background half (scoring, evolution triggers): a plugin fed by the
+        # observer hooks, registered before the writer can replay anything.
+        self.fastloop = FastLoop(self)
+        self.pm.register(self.fastloop, name="builtin:fastloop")
         if capture:
             try:
                 journal = CaptureJournal(
@@ -315,7 +321,12 @@ class MetaClaw:
         return self.library.import_dir(Path(path), replace=replace)
 
     def _vet(self, skill: Skill, live: list[Skill]) -> list[str]:
-        reasons = self.hook.metaclaw_vet_skill(skill=skill, live=live, settings=self.settings)
+        reasons = self.hook.metaclaw_vet_skill(
+            skill=skill,
+            live=live,
+            settings=self.settings,
+            context=VetContext(self.embedder, self._snapshot),
+        )
         return [r for r in reasons if r]
 
     def _on_generation(self, generation: Generation, skills: list[Skill]) -> None:
@@ -377,6 +388,7 @@ class MetaClaw:
         self._closed.set()
         if self.writer is not None:
             self.writer.close(timeout)
+        self.fastloop.close(timeout=min(timeout, 10.0))
         self._refresher.join(timeout=5)
 
     def __enter__(self) -> MetaClaw:
@@ -414,6 +426,7 @@ class MetaClaw:
                 **(dict(writer.stats) if writer else {}),
             },
             "faults": dict(self.faults.counts),
+            "fastloop": self.fastloop.status(),
             "last_error": self.faults.last_error,
         }
         try:

@@ -17,6 +17,8 @@ import pluggy
 if TYPE_CHECKING:
     from metaclaw_core.config import Settings
     from metaclaw_core.embeddings import Embedder, Vector
+    from metaclaw_core.evolve.evolver import EvolutionReport
+    from metaclaw_core.evolve.vetting import VetContext
     from metaclaw_core.models import (
         CallContext,
         Generation,
@@ -98,15 +100,26 @@ def metaclaw_reward_recorded(reward: Reward) -> None:
 
 @hookspec(firstresult=True)
 def metaclaw_score_trajectory(trajectory: Trajectory, settings: Settings) -> Reward | None:
-    """Score a stored trajectory (judge, verifiable check). Off the hot path; first wins."""
+    """Score a stored trajectory: return a :class:`Reward` in [-1, 1], or None to pass.
+
+    Called by the fast loop's scorer thread for every stored trajectory without a
+    host-reported error (never on the hot path); the reward is then recorded like feedback.
+    First non-None wins, in pluggy order: your plugins, then the built-in verifiable check
+    (``rewards.check_command``), then the PRM judge (``judge.base_url``) last.
+    """
 
 
 @hookspec
-def metaclaw_vet_skill(skill: Skill, live: list[Skill], settings: Settings) -> str | None:
+def metaclaw_vet_skill(
+    skill: Skill, live: list[Skill], settings: Settings, context: VetContext | None
+) -> str | None:
     """Check a skill before it joins the live library; return a reason to reject it.
 
-    ``live`` is the current live library. Every implementation is called; any reason rejects
-    the whole change (nothing is written).
+    ``live`` is the live library the skill would join (without the skill it replaces).
+    ``context`` offers embeddings: ``context.closest(skill, live, k, min_similarity)`` gives
+    the most similar live skills (None when the caller has no embedder). Implementations may
+    leave out arguments they do not use. Every implementation is called; any reason rejects
+    the skill (``SkillLibrary.apply`` then writes nothing; the evolver drops that candidate).
     """
 
 
@@ -146,6 +159,15 @@ def metaclaw_idle_signals(
     ``away``, ``present`` or ``unknown`` at a given time; a signal of kind ``agent`` says
     whether the agent is quiet. ``last_call_at()`` gives the epoch seconds of the newest agent
     call seen (None if unknown). Every implementation is called; the lists are joined.
+    """
+
+
+@hookspec
+def metaclaw_evolution_finished(report: EvolutionReport) -> None:
+    """Observe an evolution that ran (not a dry run): ``report`` says which failures it read,
+    every candidate with its verdict (``live``, ``pending``, ``rejected``) and reasons, and the
+    new generation if one was published. Called on the thread that ran it (the fast loop's
+    learner, or the CLI); exceptions are logged and swallowed.
     """
 
 

@@ -14,12 +14,13 @@ case "$(uname -m)" in
   aarch64 | arm64) arch=arm64 ;;
   *) echo "metaclaw: no Node 24 package for $(uname -m)" >&2; exit 1 ;;
 esac
+mkdir -p "$CACHE"
+CACHE="$(cd "$CACHE" && pwd)"  # absolute from here on
 node_bin="$CACHE/node/node_modules/node-linux-$arch/bin"
 openclaw="$CACHE/app/node_modules/.bin/openclaw"
 want="node-linux-$arch@$NODE_VERSION openclaw@$OPENCLAW_VERSION"
 stamp="$CACHE/.installed"
 
-mkdir -p "$CACHE"
 exec 9>"$CACHE/.lock"
 command -v flock >/dev/null && flock 9  # one installer at a time
 
@@ -30,10 +31,10 @@ if [ "$(cat "$stamp" 2>/dev/null || true)" != "$want" ]; then
   npm install --prefix "$CACHE/node" --no-audit --no-fund --loglevel=error \
     "node-linux-$arch@$NODE_VERSION" >&2
   # openclaw's own install steps run under Node 24 (it refuses older ones).
-  PATH="$PWD/$node_bin:$PATH" npm install --prefix "$CACHE/app" --no-audit --no-fund \
+  PATH="$node_bin:$PATH" npm install --prefix "$CACHE/app" --no-audit --no-fund \
     --loglevel=error "openclaw@$OPENCLAW_VERSION" >&2
-  PATH="$PWD/$node_bin:$PATH" "$openclaw" --version >&2
+  PATH="$node_bin:$PATH" "$openclaw" --version >&2
   echo "$want" > "$stamp"
 fi
-echo "NODE_BIN=$PWD/$node_bin"
-echo "OPENCLAW=$PWD/$openclaw"
+echo "NODE_BIN=$node_bin"
+echo "OPENCLAW=$openclaw"

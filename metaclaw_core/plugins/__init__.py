@@ -25,6 +25,13 @@ BUILTIN_MODULES = (
     "metaclaw_core.plugins.vetting",
     "metaclaw_core.plugins.training",
     "metaclaw_core.plugins.idle",
+    # the fast loop: vetting checks and reward sources (the judge answers last)
+    "metaclaw_core.plugins.vet_limits",
+    "metaclaw_core.plugins.vet_duplicates",
+    "metaclaw_core.plugins.vet_conflicts",
+    "metaclaw_core.plugins.vet_injection",
+    "metaclaw_core.plugins.judge",
+    "metaclaw_core.plugins.checks",
 )
 
 

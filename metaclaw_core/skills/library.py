@@ -415,3 +415,89 @@ class SkillLibrary:
             except Exception:
                 log.exception("metaclaw: generation listener failed")
         return gen
+
+    # -- review: pending candidates --------------------------------------------------------
+    # A pending candidate is a skill row with status 'pending' that no generation references:
+    # it is never live. Approving makes it live through apply() (vetted again, against the
+    # library of that moment) as one new generation; rejecting keeps the row, marked rejected.
+    def _pending_rows(self) -> list[dict[str, Any]]:
+        tbl = self._skills_table()
+        if tbl is None:
+            return []
+        rows = tbl.search().where("status = 'pending'").limit(None).to_arrow().to_pylist()
+        return sorted(rows, key=lambda r: (r["name"], r["created_at"]))
+
+    def pending(self) -> list[Skill]:
+        """Candidates waiting for review (``metaclaw skills pending``), sorted by name."""
+        return [self._to_skill(r) for r in self._pending_rows()]
+
+    def propose(self, skills: list[Skill], *, reason: str = "proposed") -> list[Skill]:
+        """Store candidates as pending (no new generation; nothing becomes live)."""
+        self._check_writable()
+        fresh = [Skill.model_validate(s.model_dump()) for s in skills]
+        if not fresh:
+            return []
+        with self._lock:
+            self.refresh()
+            waiting = {r["name"] for r in self._pending_rows()}
+            clash = sorted(s.name for s in fresh if s.name in waiting)
+            if clash:
+                raise SkillFormatError(
+                    f"candidates already pending: {', '.join(clash)}; approve or reject them first"
+                )
+            rows = self._version_rows(fresh, 0)
+            for row in rows:
+                row["status"] = "pending"
+                row["generation_added"] = None
+            table = self._skills_table(create=True)
+            table.add(pa.Table.from_pylist(rows, schema=table.schema))
+        log.info("metaclaw: %d candidate(s) pending review (%s)", len(rows), reason)
+        return [self._to_skill(r) for r in rows]
+
+    def approve(self, names: list[str] | None = None, *, reason: str | None = None) -> Generation:
+        """Make pending candidates live (all when ``names`` is None): one new generation.
+
+        A candidate whose name is live by now replaces that skill (an update).
+        """
+        self._check_writable()
+        with self._lock:
+            self.refresh()
+            rows = {r["name"]: r for r in self._pending_rows()}
+            wanted = sorted(rows) if names is None else list(dict.fromkeys(names))
+            missing = [n for n in wanted if n not in rows]
+            if missing:
+                raise SkillNotFoundError(
+                    f"metaclaw: no pending candidate named {', '.join(missing)}; "
+                    "see `metaclaw skills pending`"
+                )
+            if not wanted:
+                raise StoreError("metaclaw: no candidates are pending review")
+            live = {s.name for s in self.live()}
+            skills = [self._to_skill(rows[n]).model_copy(update={"status": "active"}) for n in wanted]
+            gen = self.apply(
+                added=[s for s in skills if s.name not in live],
+                updated=[s for s in skills if s.name in live],
+                reason=reason or f"approve {', '.join(wanted)}",
+            )
+            self._skills_table().delete(sql_in("row_id", [rows[n]["row_id"] for n in wanted]))
+        return gen
+
+    def reject(self, names: list[str], *, reason: str | None = None) -> list[str]:
+        """Mark pending candidates rejected (kept for the record, never live)."""
+        self._check_writable()
+        with self._lock:
+            self.refresh()
+            rows = {r["name"]: r for r in self._pending_rows()}
+            missing = [n for n in names if n not in rows]
+            if missing:
+                raise SkillNotFoundError(
+                    f"metaclaw: no pending candidate named {', '.join(missing)}; "
+                    "see `metaclaw skills pending`"
+                )
+            if names:
+                self._skills_table().update(
+                    where=sql_in("row_id", [rows[n]["row_id"] for n in names]),
+                    values={"status": "rejected"},
+                )
+        log.info("metaclaw: rejected %s (%s)", ", ".join(names), reason or "review")
+        return list(names)

@@ -13,7 +13,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 SETUP = ROOT / "scripts" / "setup-openclaw.sh"
-INSTALL_TIMEOUT_S = 900
+INSTALL_TIMEOUT_S = 420  # under pytest-timeout's 600 s, which also counts this fixture
 
 
 @dataclass(frozen=True)
