@@ -184,7 +184,10 @@ class LLMClient:
             choices = getattr(resp, "choices", None) or []
             text = (choices[0].message.content or "") if choices else ""
             return ChatReply(
-                text=text, model=str(resp.model or s.model), attempts=attempt, structured_output=mode
+                text=text,
+                model=str(resp.model or s.model),
+                attempts=attempt,
+                structured_output=mode,
             )
 
     def chat_json(

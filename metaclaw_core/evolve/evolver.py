@@ -23,7 +23,12 @@ from metaclaw_core.errors import MetaClawError
 from metaclaw_core.evolve.record import EvolutionLog
 from metaclaw_core.evolve.support import Failure, SupportSet, correction_key
 from metaclaw_core.evolve.vetting import VetContext
-from metaclaw_core.llm import LLMClient, LLMNotConfiguredError, LLMReplyError, not_configured_message
+from metaclaw_core.llm import (
+    LLMClient,
+    LLMNotConfiguredError,
+    LLMReplyError,
+    not_configured_message,
+)
 from metaclaw_core.models import Generation, Reward, Skill, Trajectory, new_id, utcnow
 from metaclaw_core.reward.transcript import clip, render_transcript, safe
 
@@ -75,9 +80,7 @@ CANDIDATES_SCHEMA: dict[str, Any] = {
 }
 
 _STOPWORDS = frozenset(
-    "a an the and or but of to in on at for with by from as is are be been must should "
-    "always never do does not please use when it its this that these those you your we our "
-    "they their i me my can will would could".split()
+    ["a", "an", "the", "and", "or", "but", "of", "to", "in", "on", "at", "for", "with", "by", "from", "as", "is", "are", "be", "been", "must", "should", "always", "never", "do", "does", "not", "please", "use", "when", "it", "its", "this", "that", "these", "those", "you", "your", "we", "our", "they", "their", "i", "me", "my", "can", "will", "would", "could"]
 )
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 
@@ -207,9 +210,7 @@ class SkillEvolver:
             found = self.support.failures(ids=prefer, exclude=consumed, limit=s.lookback)
         seen = {f.id for f in found}
         found += [
-            f
-            for f in self.support.failures(exclude=consumed, limit=s.lookback)
-            if f.id not in seen
+            f for f in self.support.failures(exclude=consumed, limit=s.lookback) if f.id not in seen
         ]
         pool = self.support.load(found[: max(s.lookback, len(seen))])
         pool = [f for f in pool if f.trajectory is not None]
@@ -343,7 +344,9 @@ class SkillEvolver:
                     )
                 )
                 continue
-            out.append(Candidate(skill, updates=str(updates) if updates else None, verdict="accepted"))
+            out.append(
+                Candidate(skill, updates=str(updates) if updates else None, verdict="accepted")
+            )
         return out
 
     # -- the two modes -------------------------------------------------------------------
@@ -359,8 +362,9 @@ class SkillEvolver:
         if not self.client.configured:
             raise LLMNotConfiguredError(
                 not_configured_message(
-                    "evolver", "; or turn explicit corrections into skills with "
-                    "`metaclaw evolve --mode feedback`, which needs no LLM"
+                    "evolver",
+                    "; or turn explicit corrections into skills with "
+                    "`metaclaw evolve --mode feedback`, which needs no LLM",
                 )
             )
         with self._lock:
@@ -453,7 +457,10 @@ class SkillEvolver:
             )
         except ValidationError as exc:
             shell = Skill.model_construct(
-                name=name, description=description, body=text, source="feedback",
+                name=name,
+                description=description,
+                body=text,
+                source="feedback",
                 provenance=[reward.trajectory_id],
             )
             return Candidate(shell, reasons=[exc.errors()[0]["msg"]])
@@ -477,7 +484,9 @@ class SkillEvolver:
                 continue
             c.updates = None
             # Near-duplicates of a live skill: merge into it, or drop.
-            near = ctx.closest(c.skill, list(live.values()), k=1, min_similarity=v.duplicate_similarity)
+            near = ctx.closest(
+                c.skill, list(live.values()), k=1, min_similarity=v.duplicate_similarity
+            )
             if near:
                 target = near[0].skill.name
                 base = claimed[target].skill if target in claimed else live[target]
@@ -506,7 +515,9 @@ class SkillEvolver:
                 base_name, n = c.skill.name, 2
                 while f"{base_name}-{n}" in live or f"{base_name}-{n}" in pending:
                     n += 1
-                c.skill = c.skill.model_copy(update={"name": f"{base_name}-{n}"[: v.max_name_chars]})
+                c.skill = c.skill.model_copy(
+                    update={"name": f"{base_name}-{n}"[: v.max_name_chars]}
+                )
         # Near-duplicates inside the batch: the first one wins.
         fresh = [c for c in todo if c.verdict == "accepted" and c.updates is None]
         if len(fresh) > 1:

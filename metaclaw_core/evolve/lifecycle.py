@@ -135,9 +135,7 @@ def skill_stats(engine: MetaClaw) -> list[SkillStats]:
     return out
 
 
-def retire_unhelpful(
-    engine: MetaClaw, stats: list[SkillStats] | None = None
-) -> Generation | None:
+def retire_unhelpful(engine: MetaClaw, stats: list[SkillStats] | None = None) -> Generation | None:
     """Retire every live skill judged ``does-not-help``: one new generation (or None)."""
     stats = skill_stats(engine) if stats is None else stats
     losers = [st for st in stats if st.verdict == "does-not-help"]

@@ -158,9 +158,7 @@ class FastLoop:
             self.stats["unscored"] += 1
             return
         try:
-            self.engine.feedback(
-                t.id, reward.value, source=reward.source, detail=reward.detail
-            )
+            self.engine.feedback(t.id, reward.value, source=reward.source, detail=reward.detail)
             self.stats["scored"] += 1
         except Exception as exc:
             self.engine.faults.record("recording a reward", exc)

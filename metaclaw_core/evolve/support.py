@@ -100,9 +100,7 @@ class SupportSet:
         if generation is not None:
             scope += f" AND generation = {int(generation)}"
         refs = {r["id"]: r for r in self._refs(f"error IS NOT NULL{scope}")}
-        bad = self._rewards(
-            "value <= 0" + (f" AND {sql_in('trajectory_id', ids)}" if ids else "")
-        )
+        bad = self._rewards("value <= 0" + (f" AND {sql_in('trajectory_id', ids)}" if ids else ""))
         maybe = sorted({r.trajectory_id for r in bad} - set(refs) - set(exclude))
         for i in range(0, len(maybe), 500):
             chunk = maybe[i : i + 500]

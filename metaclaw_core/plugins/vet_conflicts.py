@@ -22,14 +22,10 @@ if TYPE_CHECKING:
 _SPLIT = re.compile(r"(?<=[.!?;:])\s+|\n+|,\s+(?:but|and then)\s+")
 _WORD = re.compile(r"[a-z0-9']+")
 _NEGATIONS = frozenset(
-    "never not no don't dont doesn't mustn't shouldn't can't cannot avoid without stop "
-    "refrain skip nor neither forbid forbidden".split()
+    ["never", "not", "no", "don't", "dont", "doesn't", "mustn't", "shouldn't", "can't", "cannot", "avoid", "without", "stop", "refrain", "skip", "nor", "neither", "forbid", "forbidden"]
 )
 _FUNCTION = frozenset(
-    "a an the and or but of to in on at for with by from as is are be been being must should "
-    "always do does did please when if it its this that these those you your we our they them "
-    "their i me my can will would could may might then than so any all every each before after "
-    "first only just also more most less very use using make sure ask".split()
+    ["a", "an", "the", "and", "or", "but", "of", "to", "in", "on", "at", "for", "with", "by", "from", "as", "is", "are", "be", "been", "being", "must", "should", "always", "do", "does", "did", "please", "when", "if", "it", "its", "this", "that", "these", "those", "you", "your", "we", "our", "they", "them", "their", "i", "me", "my", "can", "will", "would", "could", "may", "might", "then", "than", "so", "any", "all", "every", "each", "before", "after", "first", "only", "just", "also", "more", "most", "less", "very", "use", "using", "make", "sure", "ask"]
 )
 _SUFFIXES = ("ations", "ation", "ions", "ion", "ings", "ing", "edly", "ed", "es", "s", "ly", "e")
 MIN_SHARED = 2

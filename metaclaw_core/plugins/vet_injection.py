@@ -25,7 +25,9 @@ OVERRIDE = [
         _I,
     ),
     re.compile(r"\byou are now\b|\bfrom now on,? you (?:are|will|must)\b", _I),
-    re.compile(r"\b(?:developer|god|dan|unrestricted|jailbreak)\s+mode\b|\bjailbr(?:eak|oken)\b", _I),
+    re.compile(
+        r"\b(?:developer|god|dan|unrestricted|jailbreak)\s+mode\b|\bjailbr(?:eak|oken)\b", _I
+    ),
     re.compile(r"\bnew (?:system )?(?:prompt|instructions)\b", _I),
     re.compile(
         r"\b(?:do not|don't|never) (?:tell|inform|alert|notify|let) the user\b|"
@@ -54,9 +56,7 @@ SEND = re.compile(
     r"disclose|include|append|embed|paste|print|output|echo|copy|write|read|cat)\b",
     _I,
 )
-NEGATED = re.compile(
-    r"\b(?:never|not|no|don't|do not|must not|mustn't|avoid|refuse|without)\b", _I
-)
+NEGATED = re.compile(r"\b(?:never|not|no|don't|do not|must not|mustn't|avoid|refuse|without)\b", _I)
 URL = re.compile(
     r"\b(?:https?|ftp|wss?|file|data|javascript):[^\s<>()\"']+|\bwww\.[^\s<>()\"']+|"
     r"\b[a-z0-9][a-z0-9-]*(?:\.[a-z0-9-]+)*\.(?:com|net|org|io|ru|cn|xyz|top|info|biz|"
@@ -74,7 +74,9 @@ SHELL = [
     re.compile(r"\bbase64\s+(?:-d|--decode)\b|/dev/tcp/|\bdd\s+if=|\bnohup\b", _I),
     re.compile(r"\$\([^)]{2,}\)|`[^`]*\b(?:curl|wget|bash|sh|rm|nc|eval)\b[^`]*`", _I),
 ]
-INVISIBLE = re.compile("[\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff\U000e0000-\U000e007f]")
+INVISIBLE = re.compile(
+    "[\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff\U000e0000-\U000e007f]"
+)
 
 
 def _host_allowed(url: str, allowed: list[str]) -> bool:
@@ -98,7 +100,9 @@ def screen(text: str, allowed_hosts: list[str]) -> str | None:
         secret = SECRET.search(sentence)
         verb = SEND.search(sentence)
         if secret and verb and not NEGATED.search(sentence):
-            return f"asks to handle secrets ({secret.group(0)!r} with {verb.group(0)!r}): exfiltration"
+            return (
+                f"asks to handle secrets ({secret.group(0)!r} with {verb.group(0)!r}): exfiltration"
+            )
     m = EMAIL.search(text)
     if m:
         return f"contains an e-mail address ({m.group(0)[:60]!r}): a possible exfiltration target"

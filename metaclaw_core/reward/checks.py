@@ -72,11 +72,16 @@ class CommandCheck:
         if tail and not ok:
             detail += f": {tail}"
         return Reward(
-            trajectory_id=trajectory.id, value=1.0 if ok else -1.0, source=self.source, detail=detail
+            trajectory_id=trajectory.id,
+            value=1.0 if ok else -1.0,
+            source=self.source,
+            detail=detail,
         )
 
     @hookimpl
-    def metaclaw_score_trajectory(self, trajectory: Trajectory, settings: Settings) -> Reward | None:
+    def metaclaw_score_trajectory(
+        self, trajectory: Trajectory, settings: Settings
+    ) -> Reward | None:
         return self.score(trajectory)
 
 
@@ -99,5 +104,7 @@ class CallableCheck:
         return Reward(trajectory_id=trajectory.id, value=value, source=self.source, detail=name)
 
     @hookimpl
-    def metaclaw_score_trajectory(self, trajectory: Trajectory, settings: Settings) -> Reward | None:
+    def metaclaw_score_trajectory(
+        self, trajectory: Trajectory, settings: Settings
+    ) -> Reward | None:
         return self.score(trajectory)
