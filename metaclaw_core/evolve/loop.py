@@ -9,6 +9,7 @@ its triggers (N failures, a session ending with failures, an explicit correction
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import queue
 import threading
@@ -306,10 +307,8 @@ class FastLoop:
         self._stop.set()
         with self._score_cond:
             self._score_cond.notify_all()
-        try:
+        with contextlib.suppress(queue.Full):
             self._events.put_nowait(_STOP)
-        except queue.Full:
-            pass
         deadline = time.monotonic() + timeout
         for t in list(self._threads.values()):
             t.join(max(0.0, deadline - time.monotonic()))

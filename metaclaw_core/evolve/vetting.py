@@ -37,7 +37,8 @@ class VetContext:
         return np.vstack([self._vectors[t] for t in texts])
 
     def vector(self, skill: Skill) -> npt.NDArray[np.float32]:
-        return self.vectors([skill])[0]
+        self.vectors([skill])
+        return self._vectors[skill.embedding_text]
 
     def closest(
         self, skill: Skill, live: list[Skill], k: int = 3, min_similarity: float = -1.0

@@ -473,7 +473,9 @@ class SkillLibrary:
             if not wanted:
                 raise StoreError("metaclaw: no candidates are pending review")
             live = {s.name for s in self.live()}
-            skills = [self._to_skill(rows[n]).model_copy(update={"status": "active"}) for n in wanted]
+            skills = [
+                self._to_skill(rows[n]).model_copy(update={"status": "active"}) for n in wanted
+            ]
             gen = self.apply(
                 added=[s for s in skills if s.name not in live],
                 updated=[s for s in skills if s.name in live],
