@@ -21,6 +21,8 @@ _STAMP = re.compile(
 _RUNTIME = re.compile(r"^\s*Runtime:\s.*$", re.MULTILINE)
 _FENCE = re.compile(r"```[a-zA-Z0-9_-]*\n(.*?)```", re.DOTALL)
 _MAX_FENCE_CHARS = 400
+# Messages a host adds after the user's own words (not the task): skip them.
+_HOST_CONTEXT_PREFIXES = ("<<<BEGIN_OPENCLAW_INTERNAL_CONTEXT>>>",)
 
 
 def _trim_fence(m: re.Match[str]) -> str:
@@ -45,6 +47,8 @@ def metaclaw_extract_query(ctx: CallContext, settings: Settings) -> str:
         return clean_task_text(ctx.task, limit)
     for msg in reversed(ctx.messages):
         if msg.role == "user":
+            if msg.content.lstrip().startswith(_HOST_CONTEXT_PREFIXES):
+                continue
             text = clean_task_text(msg.content, limit)
             if text:
                 return text

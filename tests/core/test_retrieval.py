@@ -109,3 +109,16 @@ def test_generation_change_swaps_the_snapshot_by_reference(engine: MetaClaw) -> 
     assert new is not old
     assert (old.generation, len(old)) == (1, 1) and (new.generation, len(new)) == (2, 3)
     assert not old.matrix.flags.writeable  # readers can hold it safely
+
+
+def test_query_skips_a_host_context_message_after_the_users_words() -> None:
+    from metaclaw_core.config import Settings
+    from metaclaw_core.plugins.query import metaclaw_extract_query
+
+    c = CallContext(
+        messages=[
+            Message(role="user", content="Delete the temp files in build/"),
+            Message(role="user", content="<<<BEGIN_OPENCLAW_INTERNAL_CONTEXT>>>\nstate dump"),
+        ]
+    )
+    assert metaclaw_extract_query(ctx=c, settings=Settings()) == "Delete the temp files in build/"
