@@ -341,18 +341,46 @@ def feedback(
     trajectory_id: str,
     reward: Annotated[float, typer.Argument(help="From -1 (bad) to 1 (good).")],
     detail: Annotated[str | None, typer.Option("--detail")] = None,
+    correction: Annotated[
+        str | None,
+        typer.Option(
+            "--correction",
+            help="What should have been done (a reward <= 0): it becomes a candidate skill at "
+            "once, vetted, without any LLM.",
+        ),
+    ] = None,
+    no_evolve: Annotated[
+        bool,
+        typer.Option("--no-evolve", help="With --correction: record it only, make no skill now."),
+    ] = False,
 ) -> None:
-    """Record explicit feedback for a trajectory."""
+    """Record explicit feedback for a trajectory (or a correction that becomes a skill)."""
     with _Guard():
         if not -1.0 <= reward <= 1.0:
             _fail("reward must be between -1 and 1")
+        if correction is not None and (reward > 0 or not correction.strip()):
+            _fail("a --correction needs a reward <= 0 and a non-empty text")
         settings = Settings()
-        settings.embedding.preload = False
+        settings.embedding.preload = correction is not None and not no_evolve
+        # This process records; it does not run background learning of its own.
+        settings.evolver.auto = settings.evolver.feedback_auto = False
+        settings.judge.enabled = False
         with MetaClaw(settings) as engine:
-            engine.feedback(trajectory_id, reward, detail=detail)
+            if correction is not None:
+                engine.feedback(trajectory_id, reward, source="correction", detail=correction)
+            else:
+                engine.feedback(trajectory_id, reward, detail=detail)
             if not engine.flush(30):
                 _fail("the feedback is in the spool but the store could not be written yet")
-        out.print(f"recorded {reward:+.2f} for {trajectory_id}")
+            out.print(f"recorded {reward:+.2f} for {trajectory_id}")
+            if correction is not None and not no_evolve:
+                from metaclaw_core.evolve.cli import _print_report
+                from metaclaw_core.evolve.evolver import SkillEvolver
+
+                report = SkillEvolver(engine).from_corrections(
+                    trajectory_ids=[trajectory_id], trigger="cli feedback"
+                )
+                _print_report(report)
 
 
 # -- status and demo -----------------------------------------------------------------------
@@ -398,6 +426,14 @@ def demo(
 from metaclaw_core.service.cli import register as _register_service  # noqa: E402
 
 _register_service(app)
+from metaclaw_core.train.cli import register as _register_train  # noqa: E402
+
+_register_train(app)
+
+# `metaclaw evolve`, `metaclaw judge`, `metaclaw skills pending|approve|reject|stats`.
+from metaclaw_core.evolve.cli import register as _register_fastloop  # noqa: E402
+
+_register_fastloop(app, skills_app)
 
 
 def main() -> None:

@@ -210,6 +210,12 @@ class TrainSettings(BaseModel):
         "auto", description="local: torch device ('auto': cuda if available, else cpu)."
     )
     seed: int | None = Field(None, description="Seed for sampling and LoRA init (None: random).")
+    torch_threads: int = Field(
+        0,
+        ge=0,
+        description="local: torch CPU threads (0: half the cores, at least 1). OpenMP threads "
+        "spin-wait: on 2 shared cores 2 threads made a step ~30x slower than 1.",
+    )
     policy_model_name: str = Field(
         "metaclaw-policy", description="Model id the OpenAI-compatible endpoint reports."
     )

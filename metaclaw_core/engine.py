@@ -100,6 +100,7 @@ class MetaClaw:
         # observer hooks, registered before the writer can replay anything.
         self.fastloop = FastLoop(self)
         self.pm.register(self.fastloop, name="builtin:fastloop")
+        self.fastloop.start_store_tail()
         if capture:
             try:
                 journal = CaptureJournal(

@@ -3,7 +3,6 @@
 from metaclaw_core.evolve.evolver import (
     Candidate,
     EvolutionReport,
-    EvolverError,
     SkillEvolver,
     merge_bodies,
     slugify,
@@ -16,7 +15,6 @@ from metaclaw_core.evolve.vetting import VetContext
 __all__ = [
     "Candidate",
     "EvolutionReport",
-    "EvolverError",
     "Failure",
     "FastLoop",
     "SkillEvolver",

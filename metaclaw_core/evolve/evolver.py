@@ -13,13 +13,14 @@ from __future__ import annotations
 import logging
 import re
 import threading
+import weakref
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 from pydantic import ValidationError
 
-from metaclaw_core.errors import MetaClawError
+from metaclaw_core.errors import StoreError
 from metaclaw_core.evolve.record import EvolutionLog
 from metaclaw_core.evolve.support import Failure, SupportSet, correction_key
 from metaclaw_core.evolve.vetting import VetContext
@@ -133,10 +134,8 @@ _STOPWORDS = frozenset(
     ]
 )
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
-
-
-class EvolverError(MetaClawError):
-    """An evolution could not run (see the message for what to do); nothing was written."""
+_LOCKS: weakref.WeakKeyDictionary[Any, threading.Lock] = weakref.WeakKeyDictionary()
+_LOCKS_GUARD = threading.Lock()
 
 
 @dataclass
@@ -247,8 +246,10 @@ class SkillEvolver:
         self.client = client or LLMClient("evolver", self.settings.evolver)
         self.support = SupportSet(engine.store, engine.trajectories)
         self.log = EvolutionLog(engine.store)
-        # One evolution at a time per engine: two would propose against the same library.
-        self._lock = threading.Lock()
+        # One evolution at a time per engine (whichever evolver object runs it): two would
+        # propose against the same library and consume the same failures.
+        with _LOCKS_GUARD:
+            self._lock = _LOCKS.setdefault(engine, threading.Lock())
 
     # -- selection -----------------------------------------------------------------------
     def select_failures(self, *, prefer: list[str] | None = None) -> list[Failure]:
@@ -262,8 +263,7 @@ class SkillEvolver:
         found += [
             f for f in self.support.failures(exclude=consumed, limit=s.lookback) if f.id not in seen
         ]
-        pool = self.support.load(found[: max(s.lookback, len(seen))])
-        pool = [f for f in pool if f.trajectory is not None]
+        pool = self.support.attach_vectors(found[: max(s.lookback, len(seen))])
         self._fill_vectors(pool)
         chosen: list[Failure] = []
         kept: list[np.ndarray[Any, Any]] = []
@@ -276,13 +276,13 @@ class SkillEvolver:
                 kept.append(v)
             if len(chosen) >= s.max_failures:
                 break
-        return chosen
+        return self.support.load(chosen)
 
     def _fill_vectors(self, failures: list[Failure]) -> None:
-        todo = [f for f in failures if f.vector is None and f.trajectory and f.trajectory.query]
+        todo = [f for f in failures if f.vector is None and f.query]
         if not todo:
             return
-        vecs = self.engine.embedder.embed_documents([f.trajectory.query for f in todo])  # type: ignore[union-attr]
+        vecs = self.engine.embedder.embed_documents([f.query for f in todo])
         for f, v in zip(todo, vecs, strict=True):
             f.vector = np.asarray(v, dtype=np.float32)
 
@@ -293,12 +293,13 @@ class SkillEvolver:
         if k <= 0 or not len(snap):
             return []
         best: dict[str, float] = {}
+        by_name: dict[str, Skill] = {}
         for f in failures:
             if f.vector is None or snap.matrix.shape[1] != f.vector.shape[0]:
                 continue
             for hit in snap.top_k(f.vector, k, -1.0):
                 best[hit.skill.name] = max(best.get(hit.skill.name, -2.0), hit.score)
-        by_name = {s.name: s for s in snap.skills}
+                by_name[hit.skill.name] = hit.skill
         ranked = sorted(best, key=lambda n: (-best[n], n))[:k]
         return [by_name[n] for n in ranked]
 
@@ -417,6 +418,7 @@ class SkillEvolver:
                     "`metaclaw evolve --mode feedback`, which needs no LLM",
                 )
             )
+        self._check_writable(dry_run)
         with self._lock:
             report = EvolutionReport(
                 id=new_id(),
@@ -454,6 +456,7 @@ class SkillEvolver:
         review: str | None = None,
     ) -> EvolutionReport:
         """Feedback mode: each unused correction becomes a candidate skill. No LLM."""
+        self._check_writable(dry_run)
         with self._lock:
             report = EvolutionReport(
                 id=new_id(),
@@ -516,6 +519,11 @@ class SkillEvolver:
             return Candidate(shell, reasons=[exc.errors()[0]["msg"]])
         return Candidate(skill, verdict="accepted")
 
+    def _check_writable(self, dry_run: bool) -> None:
+        reason = self.engine.library.read_only_reason
+        if reason and not dry_run:  # fail before paying for an LLM call
+            raise StoreError(f"metaclaw: {reason} (or use --dry-run)")
+
     # -- admission -----------------------------------------------------------------------
     def _admit(self, report: EvolutionReport) -> None:
         """De-duplicate, vet, and make the surviving candidates live or pending."""
@@ -528,6 +536,10 @@ class SkillEvolver:
         claimed: dict[str, Candidate] = {}  # live name → the candidate that updates it
 
         for c in todo:
+            if c.updates in pending:
+                c.verdict = "rejected"
+                c.reasons.append(f"a change to {c.updates!r} is already pending review")
+                continue
             if c.updates and c.updates in live and c.updates not in claimed:
                 c.skill = c.skill.model_copy(update={"name": c.updates})
                 claimed[c.updates] = c
@@ -541,6 +553,13 @@ class SkillEvolver:
                 target = near[0].skill.name
                 base = claimed[target].skill if target in claimed else live[target]
                 merged = merge_bodies(base.body, c.skill.body, v.max_body_chars)
+                if target in pending:
+                    c.verdict = "rejected"
+                    c.reasons.append(
+                        f"near-duplicate of live skill {target!r}, which has a change pending "
+                        "review"
+                    )
+                    continue
                 if v.duplicates == "drop" or merged is None:
                     c.verdict = "rejected"
                     c.reasons.append(
@@ -638,7 +657,7 @@ class SkillEvolver:
                 created_at=utcnow(),
                 mode=report.mode,
                 trigger=report.trigger,
-                failure_ids=report.failures if report.mode == "llm" else [],
+                failure_ids=report.failures,
                 correction_keys=correction_keys,
                 generation=report.generation.number if report.generation else None,
                 live=report.live,

@@ -107,8 +107,10 @@ def skill_stats(engine: MetaClaw) -> list[SkillStats]:
     sims = vectors @ snap.matrix.T if n else np.zeros((0, len(snap)), dtype=np.float32)
     rewarded = ~np.isnan(outcome)
     out: list[SkillStats] = []
-    for j, skill in enumerate(snap.skills):
-        used = np.array([skill.name in (r["injected_skills"] or []) for r in rows], dtype=bool)
+    # records, not snap.skills: materialising every skill would stay cached on the served
+    # snapshot (it keeps skills as plain tuples for the garbage collector's sake)
+    for j, (name, _d, _b, _c, source, _p, added, _t) in enumerate(snap.records):
+        used = np.array([name in (r["injected_skills"] or []) for r in rows], dtype=bool)
         with_vals = outcome[used & rewarded]
         comparable = ~used & rewarded & has_vec & (sims[:, j] >= s.comparable_similarity)
         without_vals = outcome[comparable]
@@ -120,9 +122,9 @@ def skill_stats(engine: MetaClaw) -> list[SkillStats]:
             verdict = "does-not-help" if gain <= s.retire_max_gain else "helps"
         out.append(
             SkillStats(
-                name=skill.name,
-                source=skill.source,
-                generation_added=skill.generation_added,
+                name=name,
+                source=source,
+                generation_added=added,
                 injected=int(used.sum()),
                 rewarded_with=int(with_vals.size),
                 mean_with=mean_with,

@@ -15,6 +15,7 @@ import queue
 import threading
 import time
 from collections import Counter, OrderedDict, deque
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from metaclaw_core.evolve.evolver import EvolutionReport, SkillEvolver
@@ -58,6 +59,8 @@ class FastLoop:
         self._last_evolution = float("-inf")
         self._wanted: str | None = None  # a trigger that fired but waits for min_interval_s
         self._threads: dict[str, threading.Thread] = {}
+        self._tailing = False
+        self._observed: OrderedDict[str, None] = OrderedDict()
 
     @property
     def evolver(self) -> SkillEvolver:
@@ -70,6 +73,12 @@ class FastLoop:
     def metaclaw_trajectories_stored(self, trajectories: list[Trajectory]) -> None:
         if self._stop.is_set():
             return
+        if self._tailing:
+            for t in trajectories:
+                _remember(self._observed, t.id)
+        self._take(trajectories)
+
+    def _take(self, trajectories: list[Trajectory]) -> None:
         if self._scoring_enabled():
             with self._score_cond:
                 if self._to_score_n + len(trajectories) <= self.settings.rewards.queue_size:
@@ -83,7 +92,45 @@ class FastLoop:
 
     @hookimpl
     def metaclaw_reward_recorded(self, reward: Reward) -> None:
+        if self._tailing:
+            _remember(self._observed, _reward_key(reward))
         self._post("reward", reward)
+
+    # -- the learner of a shared store: follow what the other hosts capture ----------------
+    def start_store_tail(self) -> None:
+        """On ``role = "learner"``: poll the shared store for trajectories and rewards that
+        other hosts wrote (their observer hooks fire in their processes, not here) and feed
+        them to the scorer and the evolution triggers like local ones."""
+        if self.settings.role == "learner" and not self._stop.is_set():
+            self._tailing = True
+            self._ensure("store-tail", self._tail_loop)
+
+    def _tail_loop(self) -> None:
+        interval = self.settings.store.refresh_interval_s
+        # Rows commit a little after they are created (batching, clock skew between hosts):
+        # look back further than that and drop what was already seen.
+        lookback = timedelta(seconds=max(60.0, 10 * interval))
+        t_mark = r_mark = datetime.now(UTC)
+        while not self._stop.wait(interval):
+            try:
+                store = self.engine.trajectories
+                fresh = [t for t in store.since(t_mark - lookback) if t.id not in self._observed]
+                for t in fresh:
+                    _remember(self._observed, t.id)
+                if fresh:
+                    t_mark = max(t_mark, fresh[-1].created_at)
+                    self.stats["tailed_trajectories"] += len(fresh)
+                    self._take(fresh)
+                for r in store.rewards_since(r_mark - lookback):
+                    key = _reward_key(r)
+                    if key in self._observed:
+                        continue
+                    _remember(self._observed, key)
+                    r_mark = max(r_mark, r.created_at)
+                    self.stats["tailed_rewards"] += 1
+                    self._post("reward", r)
+            except Exception as exc:
+                self.engine.faults.record("following the shared store", exc)
 
     @hookimpl
     def metaclaw_session_ended(
@@ -170,19 +217,26 @@ class FastLoop:
                 kind, payload = self._events.get(timeout=1.0 if self._wanted else 0.5)
             except queue.Empty:
                 if self._wanted:
-                    self._maybe_evolve(self._wanted)
+                    self._learning_busy = True
+                    try:
+                        self._guarded(self._maybe_evolve, self._wanted)
+                    finally:
+                        self._learning_busy = False
                 continue
-            if kind == "stop":
-                return
-            self._learning_busy = True
             try:
-                self._handle(kind, payload)
-            except Exception as exc:
-                self.stats["learner_errors"] += 1
-                self.last_error = str(exc)
-                self.engine.faults.record("fast loop", exc)
+                if kind == "stop":
+                    return
+                self._guarded(self._handle, kind, payload)
             finally:
-                self._learning_busy = False
+                self._events.task_done()
+
+    def _guarded(self, fn: Any, *args: Any) -> None:
+        try:
+            fn(*args)
+        except Exception as exc:
+            self.stats["learner_errors"] += 1
+            self.last_error = str(exc)
+            self.engine.faults.record("fast loop", exc)
 
     def _handle(self, kind: str, payload: Any) -> None:
         if kind == "stored":
@@ -286,7 +340,8 @@ class FastLoop:
         while time.monotonic() < deadline:
             with self._score_cond:
                 scoring = bool(self._to_score) or self._scoring_busy
-            if not scoring and self._events.empty() and not self._learning_busy:
+            # unfinished_tasks counts an event from put() until it has been handled
+            if not scoring and not self._events.unfinished_tasks and not self._learning_busy:
                 return True
             time.sleep(0.01)
         return False
@@ -312,3 +367,15 @@ class FastLoop:
         deadline = time.monotonic() + timeout
         for t in list(self._threads.values()):
             t.join(max(0.0, deadline - time.monotonic()))
+        if self._evolver is not None:
+            self._evolver.client.close()
+
+
+def _reward_key(r: Reward) -> str:
+    return f"{r.trajectory_id}|{r.source}|{r.created_at.astimezone(UTC).isoformat()}"
+
+
+def _remember(seen: OrderedDict[str, None], key: str) -> None:
+    seen[key] = None
+    if len(seen) > _SEEN_MAX:
+        seen.popitem(last=False)

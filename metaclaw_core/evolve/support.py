@@ -31,6 +31,7 @@ class Failure:
     created_at: datetime
     generation: int
     error: str | None
+    query: str = ""
     rewards: list[Reward] = field(default_factory=list)
     trajectory: Trajectory | None = None
     vector: npt.NDArray[np.float32] | None = None
@@ -116,6 +117,7 @@ class SupportSet:
                 created_at=r["created_at"],
                 generation=int(r["generation"] or 0),
                 error=r["error"],
+                query=r["query"] or "",
                 rewards=rewards.get(r["id"], []),
             )
             for r in refs.values()
@@ -138,26 +140,37 @@ class SupportSet:
         ]
         return sorted(found, key=lambda r: r.created_at)
 
-    def load(self, failures: list[Failure]) -> list[Failure]:
-        """Attach the full trajectory and its stored task vector to each failure."""
+    def _rows(self, ids: list[str], columns: list[str] | None = None) -> dict[str, Any]:
         table = self._table(TRAJECTORIES)
-        if table is None or not failures:
-            return failures
-        ids = [f.id for f in failures]
-        rows = {
-            r["id"]: r
-            for r in table.search().where(sql_in("id", ids)).limit(None).to_arrow().to_pylist()
-        }
+        if table is None or not ids:
+            return {}
+        out: dict[str, Any] = {}
+        for i in range(0, len(ids), 500):
+            q = table.search().where(sql_in("id", ids[i : i + 500]))
+            if columns:
+                q = q.select(columns)
+            out.update({r["id"]: r for r in q.limit(None).to_arrow().to_pylist()})
+        return out
+
+    def attach_vectors(self, failures: list[Failure]) -> list[Failure]:
+        """Attach each failure's stored task vector (None if the call was not embedded)."""
+        rows = self._rows([f.id for f in failures], ["id", "vector"])
         for f in failures:
-            row = rows.get(f.id)
-            if row is None:
-                continue
-            f.trajectory = TrajectoryStore._from_row(row)
-            f.trajectory.rewards = list(f.rewards)
-            vec = row.get("vector")
+            vec = rows.get(f.id, {}).get("vector")
             if vec is not None and any(vec):
                 f.vector = np.asarray(vec, dtype=np.float32)
         return failures
+
+    def load(self, failures: list[Failure]) -> list[Failure]:
+        """Attach the full trajectory (messages, output, rewards) to each failure; failures
+        whose record is gone are dropped."""
+        rows = self._rows([f.id for f in failures])
+        for f in failures:
+            row = rows.get(f.id)
+            if row is not None:
+                f.trajectory = TrajectoryStore._from_row(row)
+                f.trajectory.rewards = list(f.rewards)
+        return [f for f in failures if f.trajectory is not None]
 
     def trajectory(self, trajectory_id: str) -> Trajectory | None:
         return self.trajectories.get(trajectory_id)

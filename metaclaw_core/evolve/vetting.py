@@ -12,7 +12,7 @@ import numpy.typing as npt
 
 from metaclaw_core.embeddings import Embedder
 from metaclaw_core.models import ScoredSkill, Skill
-from metaclaw_core.skills.index import SkillSnapshot
+from metaclaw_core.skills.index import SkillSnapshot, from_record
 
 
 class VetContext:
@@ -20,13 +20,20 @@ class VetContext:
 
     def __init__(self, embedder: Embedder, snapshot: SkillSnapshot | None = None) -> None:
         self.embedder = embedder
+        self._snapshot = snapshot
         self._vectors: dict[str, npt.NDArray[np.float32]] = {}
-        if snapshot is not None and snapshot.matrix.size:
-            for skill, row in zip(snapshot.skills, snapshot.matrix, strict=True):
-                self._vectors[skill.embedding_text] = row
+
+    def _seed(self) -> None:
+        snap, self._snapshot = self._snapshot, None  # lazily: most checks never need vectors
+        if snap is not None and snap.matrix.size:
+            # Temporary Skill objects from the records: the served snapshot keeps its skills
+            # as plain tuples (see skills/index.py), and so it stays.
+            for record, row in zip(snap.records, snap.matrix, strict=True):
+                self._vectors.setdefault(from_record(record).embedding_text, row)
 
     def vectors(self, skills: list[Skill]) -> npt.NDArray[np.float32]:
         """Unit vectors of ``skills`` as rows (embedding only the texts not seen yet)."""
+        self._seed()
         texts = [s.embedding_text for s in skills]
         missing = sorted({t for t in texts if t not in self._vectors})
         if missing:

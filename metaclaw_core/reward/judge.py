@@ -43,7 +43,7 @@ VOTE_SCHEMA = {
     "required": ["reason", "score"],
     "additionalProperties": False,
 }
-_SCORE_TEXT = re.compile(r"score\W{0,4}([+-]?[01])(?![0-9.])", re.IGNORECASE)
+_SCORE_TEXT = re.compile(r"score\**\s*(?:is|of|[:=])?\s*\**\s*([+-]?[01])(?![0-9.])", re.IGNORECASE)
 
 
 @dataclass(frozen=True)

@@ -138,7 +138,11 @@ class CalendarBusySignal:
         for i in events:
             if i.start <= now < i.end:
                 return SignalReading(
-                    self.name, self.kind, "away", f"busy until {i.end.astimezone(self.zone):%H:%M}", i.end
+                    self.name,
+                    self.kind,
+                    "away",
+                    f"busy until {i.end.astimezone(self.zone):%H:%M}",
+                    i.end,
                 )
         nxt = next((i.start for i in events if i.start > now), None)
         return SignalReading(self.name, self.kind, "unknown", "no busy event now", nxt)

@@ -12,7 +12,6 @@ away, which is what ``metaclaw scheduler next-window`` combines.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta, tzinfo
@@ -149,8 +148,9 @@ class TrafficIdleSignal:
         self.name = name
         self.last_call_at = last_call_at
         self.quiet_s = quiet_s
-        # Before any call is seen, count quiet time from when we started watching.
-        self.started_at = time.time() if started_at is None else started_at
+        # Before any call is seen, quiet time counts from ``started_at`` (None: the agent has
+        # been quiet for as long as anyone knows).
+        self.started_at = started_at
 
     def read(self, now: datetime) -> SignalReading:
         try:
@@ -158,16 +158,19 @@ class TrafficIdleSignal:
         except Exception as exc:
             return SignalReading(self.name, self.kind, "unknown", f"cannot read traffic: {exc}")
         ref = last if last is not None else self.started_at
+        if ref is None:
+            return SignalReading(self.name, self.kind, "away", "no agent call seen")
         quiet_for = now.timestamp() - ref
-        seen = "last call" if last is not None else "no call seen; watching"
+        seen = "last call" if last is not None else "watching since start;"
         if quiet_for >= self.quiet_s:
             return SignalReading(
-                self.name, self.kind, "away", f"quiet for {quiet_for:.0f}s ({seen})"
+                self.name,
+                self.kind,
+                "away",
+                f"quiet for {quiet_for:.0f}s ({seen} {quiet_for:.0f}s ago)",
             )
         until = datetime.fromtimestamp(ref + self.quiet_s, tz=now.tzinfo)
-        return SignalReading(
-            self.name, self.kind, "present", f"{seen} {quiet_for:.0f}s ago", until
-        )
+        return SignalReading(self.name, self.kind, "present", f"{seen} {quiet_for:.0f}s ago", until)
 
     def away_intervals(self, start: datetime, end: datetime) -> list[Interval] | None:
         return None

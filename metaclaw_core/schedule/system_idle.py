@@ -157,10 +157,10 @@ class SystemIdleSignal:
             )
         method, idle = got
         if idle >= self.idle_s:
-            return SignalReading(self.name, self.kind, "away", f"no input for {idle:.0f}s ({method})")
-        return SignalReading(
-            self.name, self.kind, "present", f"input {idle:.0f}s ago ({method})"
-        )
+            return SignalReading(
+                self.name, self.kind, "away", f"no input for {idle:.0f}s ({method})"
+            )
+        return SignalReading(self.name, self.kind, "present", f"input {idle:.0f}s ago ({method})")
 
     def away_intervals(self, start: datetime, end: datetime) -> list[Interval] | None:
         return None

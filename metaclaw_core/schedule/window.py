@@ -93,11 +93,17 @@ class OpportunisticScheduler:
         if self.state is None or window.open != self.state.open:
             self.transitions.append(window)
             self.opened_at = at if window.open else None
-            log.info("metaclaw: training window %s: %s", "opens" if window.open else "closed", window.reason)
+            log.info(
+                "metaclaw: training window %s: %s",
+                "opens" if window.open else "closed",
+                window.reason,
+            )
         self.state = window
         return window
 
-    def next_window(self, now: datetime | None = None, horizon: timedelta = timedelta(hours=48)) -> Interval | None:
+    def next_window(
+        self, now: datetime | None = None, horizon: timedelta = timedelta(hours=48)
+    ) -> Interval | None:
         """The next interval in which the time-based user signals say away and none of the
         predictable ones says present, within ``horizon`` (system idle and agent traffic
         cannot be predicted: the window then also needs them)."""

@@ -63,7 +63,14 @@ def run_service(settings: Settings, *, announce: bool = True) -> None:
     sock = bind_socket(svc.host, svc.port)
     host, port = sock.getsockname()[:2]
     engine = MetaClaw(settings)
-    app = create_app(engine, settings, own_engine=True)
+    slow_loop = None
+    if settings.train.enabled:  # the slow loop trains in idle windows and serves its policy
+        from metaclaw_core.train.runtime import SlowLoop
+
+        slow_loop = SlowLoop(engine, settings)
+        slow_loop.start()
+    policy = slow_loop.policy if slow_loop is not None else None
+    app = create_app(engine, settings, own_engine=True, policy=policy)
     config = uvicorn.Config(
         app,
         log_level=svc.log_level,
@@ -93,4 +100,6 @@ def run_service(settings: Settings, *, announce: bool = True) -> None:
         asyncio.run(main())
     finally:
         sock.close()
+        if slow_loop is not None:
+            slow_loop.close()
         engine.close()

@@ -26,7 +26,7 @@ def estimate_tokens(text: str) -> int:
 
 
 # (name, description, body, category, source, provenance, generation_added, created_at)
-SkillRecord = tuple[str, str, str, str | None, str, tuple[str, ...], int | None, datetime | None]
+SkillRecord = tuple[str, str, str, str | None, str, tuple[str, ...], int | None, datetime]
 
 
 def to_record(s: Skill) -> SkillRecord:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
@@ -192,6 +193,30 @@ class TrajectoryStore:
             t.rewards = rewards.get(t.id, [])
         return out
 
+    def since(self, after: datetime, limit: int = 1000) -> list[Trajectory]:
+        """Trajectories created at or after ``after`` (any host), oldest first, in full."""
+        table = self._table(create=False)
+        if table is None:
+            return []
+        self.store.refresh(TRAJECTORIES)
+        rows = table.search().where(f"created_at >= {sql_timestamp(after)}").limit(None).to_arrow()
+        if rows.num_rows == 0:
+            return []
+        rows = rows.sort_by([("created_at", "ascending")]).slice(0, limit)
+        return [self._from_row(r) for r in rows.to_pylist()]
+
+    def rewards_since(self, after: datetime, limit: int = 5000) -> list[Reward]:
+        """Rewards recorded at or after ``after`` (any host), oldest first."""
+        table = self._rewards(create=False)
+        if table is None:
+            return []
+        self.store.refresh(REWARDS)
+        rows = table.search().where(f"created_at >= {sql_timestamp(after)}").limit(None).to_arrow()
+        if rows.num_rows == 0:
+            return []
+        rows = rows.sort_by([("created_at", "ascending")]).slice(0, limit)
+        return [Reward.model_validate(r) for r in rows.to_pylist()]
+
     @staticmethod
     def _from_row(r: dict[str, Any]) -> Trajectory:
         messages = _MESSAGES.validate_json(r["messages_json"]) if r.get("messages_json") else []
@@ -217,3 +242,8 @@ class TrajectoryStore:
             truncated=bool(r.get("truncated")),
             metadata=json.loads(r["metadata_json"]) if r.get("metadata_json") else {},
         )
+
+
+def sql_timestamp(t: datetime) -> str:
+    """A UTC timestamp literal for a LanceDB filter."""
+    return f"TIMESTAMP '{t.astimezone(UTC).strftime('%Y-%m-%dT%H:%M:%S.%f')}'"

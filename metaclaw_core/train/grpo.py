@@ -181,7 +181,12 @@ class GrpoTrainer:
             self._last_checkpoint_step = self.step_count
             self._started = True
             if last is not None:
-                log.info("metaclaw: resumed %s at step %d from %s", self.backend.name, last.step, last.path)
+                log.info(
+                    "metaclaw: resumed %s at step %d from %s",
+                    self.backend.name,
+                    last.step,
+                    last.path,
+                )
             if self.policy is not None:
                 self._publish()
             return self.step_count
@@ -321,6 +326,8 @@ class GrpoTrainer:
             return None
         name = f"sampler-{self.step_count:06d}" if self.step_count else "sampler-base"
         sampler, path = self.backend.publish(name)
+        if self.policy.tokenizer is None:
+            self.policy.tokenizer = self.backend.tokenizer
         self.policy.publish(sampler)
         self.checkpoints.record(
             backend=self.backend.name,

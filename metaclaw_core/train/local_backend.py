@@ -19,6 +19,7 @@ import hashlib
 import itertools
 import json
 import logging
+import os
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
@@ -56,6 +57,27 @@ def _require_torch() -> Any:
     return torch, transformers, peft
 
 
+def _cache_arg() -> str:
+    """transformers 5.x renamed ``past_key_values`` to ``cache``; support both."""
+    import inspect
+
+    from transformers import LlamaForCausalLM
+
+    return (
+        "cache"
+        if "cache" in inspect.signature(LlamaForCausalLM.forward).parameters
+        else ("past_key_values")
+    )
+
+
+_CACHE_ARG = ""
+
+
+def _cache_of(out: Any) -> Any:
+    cache = getattr(out, "cache", None)
+    return cache if cache is not None else out.past_key_values
+
+
 def sample_tokens(
     model: Any,
     prompt: list[int],
@@ -67,11 +89,14 @@ def sample_tokens(
     """Sample ``num_samples`` continuations with a KV cache; logprobs at temperature 1."""
     import torch
 
+    global _CACHE_ARG
+    if not _CACHE_ARG:
+        _CACHE_ARG = _cache_arg()
     device = next(model.parameters()).device
     with torch.no_grad():
         ids = torch.tensor([prompt] * num_samples, dtype=torch.long, device=device)
-        out = model(input_ids=ids, use_cache=True)
-        past, logits = out.past_key_values, out.logits[:, -1, :]
+        out = model(input_ids=ids, use_cache=True, logits_to_keep=1)
+        past, logits = _cache_of(out), out.logits[:, -1, :]
         tokens: list[list[int]] = [[] for _ in range(num_samples)]
         logprobs: list[list[float]] = [[] for _ in range(num_samples)]
         done = [False] * num_samples
@@ -96,8 +121,8 @@ def sample_tokens(
                     done[i] = True
             if all(done):
                 break
-            out = model(input_ids=nxt[:, None], past_key_values=past, use_cache=True)
-            past, logits = out.past_key_values, out.logits[:, -1, :]
+            out = model(input_ids=nxt[:, None], **{_CACHE_ARG: past}, use_cache=True)
+            past, logits = _cache_of(out), out.logits[:, -1, :]
     return [
         SampledCompletion(tokens=t, logprobs=lp, stop_reason="stop" if d else "length")
         for t, lp, d in zip(tokens, logprobs, done, strict=True)
@@ -176,6 +201,7 @@ class LocalBackend:
         lora_rank: int = 8,
         device: str = "auto",
         seed: int | None = None,
+        torch_threads: int = 0,
         target_modules: tuple[str, ...] = ("q_proj", "k_proj", "v_proj", "o_proj"),
     ) -> None:
         self.model_spec = model
@@ -184,6 +210,7 @@ class LocalBackend:
         self.lora_rank = lora_rank
         self.device_spec = device
         self.seed = seed
+        self.torch_threads = torch_threads
         self.target_modules = target_modules
         self.steps = 0
         self.model: Any = None
@@ -207,6 +234,7 @@ class LocalBackend:
             lora_rank=t.lora_rank,
             device=t.device,
             seed=t.seed,
+            torch_threads=t.torch_threads,
         )
 
     @property
@@ -226,12 +254,14 @@ class LocalBackend:
             device = self.device_spec
             if device == "auto":
                 device = "cuda" if torch.cuda.is_available() else "cpu"
+            if device == "cpu":
+                torch.set_num_threads(self.torch_threads or max(1, (os.cpu_count() or 2) // 2))
             if self.seed is not None:
                 torch.manual_seed(self.seed)
             tok = transformers.AutoTokenizer.from_pretrained(folder, **kwargs)
             self._tokenizer = HFChatTokenizer(tok)
             base = transformers.AutoModelForCausalLM.from_pretrained(
-                folder, torch_dtype=torch.float32, **kwargs
+                folder, dtype=torch.float32, **kwargs
             ).to(device)
             config = peft.LoraConfig(
                 r=self.lora_rank,
@@ -243,7 +273,9 @@ class LocalBackend:
             )
             self.model = peft.get_peft_model(base, config)
             params = [p for p in self.model.parameters() if p.requires_grad]
-            self._optimizer = torch.optim.AdamW(params, lr=1e-4, betas=(0.9, 0.95), weight_decay=0.0)
+            self._optimizer = torch.optim.AdamW(
+                params, lr=1e-4, betas=(0.9, 0.95), weight_decay=0.0
+            )
             self._generator = torch.Generator(device=device)
             self._serve_generator = torch.Generator(device=device)
             if self.seed is not None:
@@ -396,9 +428,7 @@ class LocalBackend:
     def _adapter_tensors(self) -> dict[str, Any]:
         from peft import get_peft_model_state_dict
 
-        return {
-            k: v.detach().clone() for k, v in get_peft_model_state_dict(self.model).items()
-        }
+        return {k: v.detach().clone() for k, v in get_peft_model_state_dict(self.model).items()}
 
     def save_state(self, name: str) -> str:
         import torch
@@ -408,8 +438,10 @@ class LocalBackend:
         folder = self.checkpoint_dir / name
         folder.mkdir(parents=True, exist_ok=True)
         with self._train_lock:
-            save_file({k: v.contiguous().cpu() for k, v in self._adapter_tensors().items()},
-                      str(folder / ADAPTER_FILE))
+            save_file(
+                {k: v.contiguous().cpu() for k, v in self._adapter_tensors().items()},
+                str(folder / ADAPTER_FILE),
+            )
             torch.save(self._optimizer.state_dict(), folder / OPTIMIZER_FILE)
             (folder / "metaclaw.json").write_text(
                 json.dumps({"step": self.steps, "model": self.model_name, "rank": self.lora_rank})

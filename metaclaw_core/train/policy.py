@@ -93,7 +93,10 @@ class PolicyCompletion:
 class PolicyServer:
     """Serves chat completions from the newest published sampler; swaps atomically."""
 
-    def __init__(self, tokenizer: ChatTokenizer, *, model_name: str = "metaclaw-policy") -> None:
+    def __init__(
+        self, tokenizer: ChatTokenizer | None = None, *, model_name: str = "metaclaw-policy"
+    ) -> None:
+        # None until the backend has loaded (the trainer sets it with the first publish).
         self.tokenizer = tokenizer
         self.model_name = model_name
         self._lock = threading.Lock()
@@ -142,12 +145,16 @@ class PolicyServer:
         self, messages: list[ChatMessage], params: SamplingParams, *, n: int = 1
     ) -> PolicyCompletion:
         """Generate ``n`` answers to ``messages`` (blocking: call from a worker thread)."""
-        prompt = self.tokenizer.encode_chat(messages)
+        tokenizer = self.tokenizer
+        if tokenizer is None:
+            self.current()  # raises PolicyNotReadyError before the first publish
+            raise PolicyNotReadyError("metaclaw: the trained policy has no tokenizer yet")
+        prompt = tokenizer.encode_chat(messages)
         with self.lease() as handle:
             completions = handle.sampler.sample(prompt, n, params)
         texts, reasons, used = [], [], 0
         for c in completions:
-            text = self.tokenizer.decode(c.tokens)
+            text = tokenizer.decode(c.tokens)
             reason = "length" if c.stop_reason == "length" else "stop"
             for stop in params.stop:
                 cut = text.find(stop)

@@ -62,18 +62,19 @@ ISO_8601_OFFSET = re.compile(
 def iso_timestamp_reward(offset: str = "+08:00") -> RewardFn:
     """A verifiable check: does the answer contain an ISO 8601 timestamp with ``offset``?
 
-    Shaped so a small model gets a gradient before it is right: no date at all -1.0, a date
-    without a time -0.5, a date and time without an offset 0.0, with another offset 0.5, with
-    ``offset`` 1.0. Used by the benchmark and as an example of a verifiable check.
+    Shaped so a small model gets a gradient before it is right: a quarter each for a date
+    (YYYY-MM-DD), a time (HH:MM), the offset text, and all of it as one timestamp
+    (``2026-03-03T09:30:00+08:00``); mapped to [-1, 1]. Used by the benchmark and as an
+    example of a verifiable check.
     """
 
-    def score(prompt: Trajectory, text: str) -> float | None:
-        best = -1.0
-        for m in ISO_8601_OFFSET.finditer(text):
-            zone = m.group(7)
-            best = max(best, 1.0 if zone == offset else 0.5 if zone else 0.0)
-        if best == -1.0 and re.search(r"\b\d{4}-\d{2}-\d{2}\b", text):
-            best = -0.5
-        return best
+    def score(prompt: Trajectory | None, text: str) -> float | None:
+        parts = [
+            re.search(r"\b\d{4}-\d{2}-\d{2}", text) is not None,
+            re.search(r"\b\d{2}:\d{2}", text) is not None,
+            offset in text,
+            any(m.group(7) == offset for m in ISO_8601_OFFSET.finditer(text)),
+        ]
+        return 2.0 * (sum(parts) / len(parts)) - 1.0
 
     return score

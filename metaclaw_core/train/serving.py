@@ -30,9 +30,9 @@ LABEL_HEADER = "x-metaclaw-policy-weights"
 
 
 def _error(status: int, message: str, code: str) -> JSONResponse:
+    kind = "server_error" if status >= 500 else "invalid_request_error"
     return JSONResponse(
-        {"error": {"message": message, "type": "invalid_request_error", "code": code}},
-        status_code=status,
+        {"error": {"message": message, "type": kind, "code": code}}, status_code=status
     )
 
 
@@ -41,7 +41,9 @@ def _text(content: Any) -> str:
         return content
     if isinstance(content, list):
         return "".join(
-            str(p.get("text", "")) for p in content if isinstance(p, dict) and p.get("type") == "text"
+            str(p.get("text", ""))
+            for p in content
+            if isinstance(p, dict) and p.get("type") == "text"
         )
     return "" if content is None else str(content)
 
@@ -140,9 +142,7 @@ def policy_app(policy: PolicyServer, *, max_tokens_cap: int = 512) -> Starlette:
         except (ValueError, TypeError) as exc:
             return _error(400, f"metaclaw policy: {exc}", "invalid_request")
         try:
-            result = await anyio.to_thread.run_sync(
-                lambda: policy.complete(messages, params, n=n)
-            )
+            result = await anyio.to_thread.run_sync(lambda: policy.complete(messages, params, n=n))
         except PolicyNotReadyError as exc:
             return _error(503, str(exc), "policy_not_ready")
         cid = f"chatcmpl-{new_id()}"

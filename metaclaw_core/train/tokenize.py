@@ -46,7 +46,9 @@ def chat_messages(messages: list[Message]) -> list[ChatMessage]:
     for m in messages:
         content = m.content
         if m.tool_calls:
-            calls = "\n".join(f"<tool_call>{c.name}({c.arguments})</tool_call>" for c in m.tool_calls)
+            calls = "\n".join(
+                f"<tool_call>{c.name}({c.arguments})</tool_call>" for c in m.tool_calls
+            )
             content = f"{content}\n{calls}".strip()
         role = m.role
         if role == "tool":

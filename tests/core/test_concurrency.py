@@ -34,11 +34,16 @@ def test_concurrent_calls_while_generation_advances(engine: MetaClaw) -> None:
     lock = threading.Lock()
     errors: list[BaseException] = []
     stop = threading.Event()
+    calls_made = [0]
+    changed = threading.Event()
 
     def caller(n: int) -> None:
         try:
             local = []
             for i in range(1000):
+                calls_made[0] += 1  # racy but only a progress hint for the evolver thread
+                if n == 0 and i == 500:  # make sure the run spans a library change
+                    changed.wait(120)
                 c = CallContext(
                     session_id=f"t{n}",
                     messages=[Message(role="user", content=TOPICS[(n + i) % len(TOPICS)])],
@@ -52,18 +57,26 @@ def test_concurrent_calls_while_generation_advances(engine: MetaClaw) -> None:
             errors.append(exc)
 
     def evolver() -> None:
-        k = 0
-        while not stop.is_set() and k < 6:
-            engine.add_skills(
-                Skill(
-                    name=f"sql-rule-{k}",
-                    description="When writing SQL queries",
-                    body=f"SQL rule {k}.",
+        try:
+            while calls_made[0] < 200 and not stop.is_set():  # change the library mid-traffic
+                stop.wait(0.001)
+            k = 0
+            while not stop.is_set() and k < 6:
+                engine.add_skills(
+                    Skill(
+                        name=f"sql-rule-{k}",
+                        description="When writing SQL queries",
+                        body=f"SQL rule {k}.",
+                    )
                 )
-            )
-            if k % 2:
-                engine.library.retire(f"sql-rule-{k - 1}")
-            k += 1
+                if k % 2:
+                    engine.library.retire(f"sql-rule-{k - 1}")
+                changed.set()
+                k += 1
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+        finally:
+            changed.set()
 
     threads = [threading.Thread(target=caller, args=(n,)) for n in range(8)]
     ev = threading.Thread(target=evolver)

@@ -1,0 +1,269 @@
+"""The fast loop's commands: ``metaclaw evolve``, ``metaclaw judge`` and
+``metaclaw skills pending|approve|reject|stats``. ``--json`` output is stable (docs/cli.md).
+
+``register(app, skills_app)`` adds them to the main ``metaclaw`` typer app.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Annotated, Any, Literal
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from metaclaw_core.config import Settings
+from metaclaw_core.engine import MetaClaw
+from metaclaw_core.errors import MetaClawError
+from metaclaw_core.evolve.evolver import EvolutionReport, SkillEvolver
+from metaclaw_core.evolve.lifecycle import retire_unhelpful, skill_stats
+from metaclaw_core.llm import not_configured_message
+from metaclaw_core.models import Generation, Skill
+from metaclaw_core.reward.judge import PRMJudge
+
+out = Console()
+JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable output (stable).")]
+
+
+# The same conventions as metaclaw_core.cli (not imported from it: it imports this module).
+def _engine(*, embedder: bool = False) -> MetaClaw:
+    settings = Settings()
+    settings.embedding.preload = embedder
+    return MetaClaw(settings, capture=False)
+
+
+def _print_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, indent=2, default=str, ensure_ascii=False) + "\n")
+
+
+def _fail(message: str) -> None:
+    sys.stderr.write(f"error: {message.removeprefix('metaclaw: ')}\n")
+    raise typer.Exit(1)
+
+
+def _skill_json(s: Skill) -> dict[str, Any]:
+    return s.model_dump(mode="json")
+
+
+def _generation_json(g: Generation) -> dict[str, Any]:
+    return g.model_dump(mode="json")
+
+
+class _Guard:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, typ: Any, exc: Any, tb: Any) -> Literal[False]:
+        if isinstance(exc, MetaClawError):
+            _fail(str(exc))
+        return False
+
+
+def _print_report(report: EvolutionReport) -> None:
+    what = "dry run" if report.dry_run else report.review
+    out.print(
+        f"evolve ({report.mode}, {what}): {len(report.failures)} failure(s), "
+        f"{len(report.candidates)} candidate(s)",
+        highlight=False,
+    )
+    for c in report.candidates:
+        extra = f" (merged into {c.merged_into})" if c.merged_into else ""
+        extra += f" (updates {c.updates})" if c.updates and not c.merged_into else ""
+        out.print(f"  [{c.verdict}] {c.skill.name}{extra}", highlight=False, markup=False)
+        for r in c.reasons:
+            out.print(f"      {r}", highlight=False, markup=False)
+    if report.message:
+        out.print(report.message, highlight=False, markup=False)
+
+
+def evolve(
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Show candidates and vetting; write nothing.")
+    ] = False,
+    mode: Annotated[
+        str,
+        typer.Option(
+            "--mode",
+            help="llm: the evolver LLM distils recent failures; feedback: explicit corrections "
+            "become skills directly (no LLM).",
+        ),
+    ] = "llm",
+    review: Annotated[
+        str | None,
+        typer.Option("--review", help="auto or manual (default: vetting.review)."),
+    ] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Turn failures into vetted skills now (live, or pending in manual review)."""
+    with _Guard():
+        if mode not in ("llm", "feedback"):
+            _fail(f"--mode must be llm or feedback, not {mode!r}")
+        if review not in (None, "auto", "manual"):
+            _fail(f"--review must be auto or manual, not {review!r}")
+        with _engine(embedder=True) as engine:
+            evolver = SkillEvolver(engine)
+            if mode == "feedback":
+                report = evolver.from_corrections(dry_run=dry_run, trigger="cli", review=review)
+            else:
+                report = evolver.evolve(dry_run=dry_run, trigger="cli", review=review)
+        if as_json:
+            _print_json(report.to_json())
+        else:
+            _print_report(report)
+
+
+def judge(
+    trajectory_id: str,
+    record: Annotated[
+        bool, typer.Option("--record", help="Store the score as a reward (source judge).")
+    ] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Score one stored trajectory with the PRM judge (m votes, majority)."""
+
+    with _Guard():
+        settings = Settings()
+        settings.embedding.preload = False
+        # This engine only records the score: no background scoring or evolving of its own.
+        settings.judge.enabled = False
+        settings.evolver.auto = settings.evolver.feedback_auto = False
+        if not settings.judge.base_url:
+            _fail(not_configured_message("judge"))
+        with MetaClaw(settings, capture=record) as engine:
+            t = engine.trajectories.get(trajectory_id)
+            if t is None:
+                _fail(f"no trajectory {trajectory_id!r}; see `metaclaw trajectories list`")
+                return
+            judgment = PRMJudge(settings.judge).judge(t)
+            reward = judgment.reward
+            recorded = False
+            if record and reward is not None:
+                engine.feedback(t.id, reward.value, source=reward.source, detail=reward.detail)
+                recorded = engine.flush(30)
+        if as_json:
+            _print_json(
+                {
+                    "trajectory_id": t.id,
+                    "score": judgment.score,
+                    "why_none": judgment.why_none,
+                    "votes": [
+                        {
+                            "value": v.value,
+                            "reason": v.reason,
+                            "error": v.error,
+                            "latency_ms": v.latency_ms,
+                        }
+                        for v in judgment.votes
+                    ],
+                    "recorded": recorded,
+                }
+            )
+            return
+        for v in judgment.votes:
+            shown = "failed" if v.value is None else f"{v.value:+d}"
+            out.print(f"  vote {shown}: {v.reason or v.error or ''}", highlight=False, markup=False)
+        score = "no score" if judgment.score is None else f"{judgment.score:+d}"
+        out.print(f"score: {score}" + (f" ({judgment.why_none})" if judgment.why_none else ""))
+
+
+def skills_pending(as_json: JsonOpt = False) -> None:
+    """Candidates waiting for review (vetting.review = manual)."""
+    with _Guard(), _engine() as engine:
+        pending = engine.library.pending()
+        if as_json:
+            _print_json({"pending": [_skill_json(s) for s in pending]})
+            return
+        if not pending:
+            out.print("no candidates are pending review")
+            return
+        live = {s.name for s in engine.library.live()}
+        for s in pending:
+            kind = "update" if s.name in live else "new"
+            out.print(f"{s.name}  ({kind}, from {s.source})", highlight=False, markup=False)
+            out.print(f"    {s.description}", highlight=False, markup=False)
+        out.print("decide with `metaclaw skills approve NAME` or `metaclaw skills reject NAME`")
+
+
+def skills_approve(
+    names: Annotated[list[str] | None, typer.Argument(help="Candidates to approve.")] = None,
+    all_: Annotated[bool, typer.Option("--all", help="Approve every pending candidate.")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Make pending candidates live (vetted again): one new generation."""
+    with _Guard():
+        if not names and not all_:
+            _fail("name the candidates to approve, or give --all")
+        with _engine(embedder=True) as engine:
+            gen = engine.library.approve(None if all_ else list(names or []))
+        approved = sorted({*gen.added, *gen.updated})
+        if as_json:
+            _print_json({"generation": _generation_json(gen), "approved": approved})
+        else:
+            out.print(f"approved {', '.join(approved)} -> generation {gen.number}")
+
+
+def skills_reject(
+    names: Annotated[list[str], typer.Argument(help="Candidates to reject.")],
+    as_json: JsonOpt = False,
+) -> None:
+    """Reject pending candidates (kept for the record, never live)."""
+    with _Guard(), _engine() as engine:
+        rejected = engine.library.reject(names)
+        if as_json:
+            _print_json({"rejected": rejected})
+        else:
+            out.print(f"rejected {', '.join(rejected)}")
+
+
+def _fmt(value: float | None) -> str:
+    return "" if value is None else f"{value:+.2f}"
+
+
+def skills_stats(
+    retire: Annotated[
+        bool,
+        typer.Option("--retire", help="Retire the skills that do not help (a new generation)."),
+    ] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Per skill: times injected, mean reward with it vs comparable calls without it."""
+    with _Guard(), _engine(embedder=True) as engine:
+        stats = skill_stats(engine)
+        retired = retire_unhelpful(engine, stats) if retire else None
+        generation = engine.library.current_generation()
+        if as_json:
+            data: dict[str, Any] = {
+                "generation": generation,
+                "skills": [s.to_json() for s in stats],
+                "retired": None if retired is None else _generation_json(retired),
+            }
+            _print_json(data)
+            return
+        table = Table(title=f"skill effectiveness (generation {generation})")
+        for col in ("name", "injected", "with", "n", "without", "n", "gain", "verdict"):
+            table.add_column(col)
+        for s in stats:
+            table.add_row(
+                s.name,
+                str(s.injected),
+                _fmt(s.mean_with),
+                str(s.rewarded_with),
+                _fmt(s.mean_without),
+                str(s.comparable_without),
+                _fmt(s.gain),
+                s.verdict,
+            )
+        out.print(table)
+        if retired is not None:
+            out.print(f"retired {', '.join(retired.retired)} -> generation {retired.number}")
+
+
+def register(app: typer.Typer, skills_app: typer.Typer) -> None:
+    app.command("evolve")(evolve)
+    app.command("judge")(judge)
+    skills_app.command("pending")(skills_pending)
+    skills_app.command("approve")(skills_approve)
+    skills_app.command("reject")(skills_reject)
+    skills_app.command("stats")(skills_stats)
