@@ -36,7 +36,7 @@ NEW_SKILL = Skill(
     "the user asked for before answering.",
     source="demo",
 )
-FOLLOW_UP = "Compare the monthly prices and the disk sizes of the two hosting plans"
+FOLLOW_UP = "State the price in EUR and the size in MB of each package"
 
 
 def scripted_model(messages: list[Message]) -> ModelOutput:

@@ -104,6 +104,8 @@ def test_demo_runs_offline_as_a_new_user_would(tmp_path: Path) -> None:
     assert "seeded 4 skills" in proc.stdout
     assert "confirm-before-destructive" in proc.stdout
     assert "7 trajectories stored" in proc.stdout and "faults: none" in proc.stdout
+    # the skill added mid-demo serves the very next call
+    assert "injected: check-units-in-numbers" in proc.stdout
 
     # What the demo captured is there for the other commands to read.
     env["METACLAW_HOME"] = str(tmp_path / "demo")

@@ -83,7 +83,10 @@ def test_full_step_checkpoint_resume_and_publish(
     # forward_backward and optim_step went out back to back, before any result was polled.
     calls = state.calls
     i = calls.index("forward_backward")
-    assert calls[i + 1] == "optim_step"
+    j = calls.index("optim_step", i)
+    # The SDK may poll the forward_backward future once before optim_step goes out (timing);
+    # the fake answers every first poll with try_again, so no result had arrived by then.
+    assert calls[i + 1 : j].count("retrieve_future") <= 1, calls[i : j + 1]
     assert state.optim[0]["adam_params"]["learning_rate"] == engine.settings.train.learning_rate
 
     # Checkpoint (every step here) and publish: serving answers from the new weights.
