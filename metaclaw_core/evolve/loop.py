@@ -161,6 +161,10 @@ class FastLoop:
                 t.start()
 
     def _scoring_enabled(self) -> bool:
+        if self._scoring is None and self.settings.role == "serving":
+            # With a shared store the learner follows every host's trajectories and scores
+            # them; scoring here too would pay the judge twice for each.
+            self._scoring = False
         if self._scoring is None:
             s = self.settings
             judge = s.judge.enabled and bool(s.judge.base_url) and s.judge.sample_rate > 0
