@@ -2,22 +2,26 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import os
-import sys
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 import typer
 from pydantic import ValidationError
 from rich.console import Console
 from rich.table import Table
 
+from metaclaw_core.cli_support import Guard as _Guard
+from metaclaw_core.cli_support import JsonOpt
+from metaclaw_core.cli_support import fail as _fail
+from metaclaw_core.cli_support import generation_json as _generation_json
+from metaclaw_core.cli_support import print_json as _print_json
+from metaclaw_core.cli_support import read_only_engine as _engine
+from metaclaw_core.cli_support import skill_json as _skill_json
 from metaclaw_core.config import Settings
 from metaclaw_core.engine import MetaClaw
-from metaclaw_core.errors import MetaClawError
-from metaclaw_core.models import CallContext, Generation, Message, Skill, Trajectory
+from metaclaw_core.models import CallContext, Message, Skill, Trajectory
 from metaclaw_core.skills.skillmd import dump_skill_md, parse_skill_md
 
 app = typer.Typer(
@@ -29,7 +33,6 @@ app.add_typer(skills_app, name="skills")
 app.add_typer(traj_app, name="trajectories")
 
 out = Console()
-JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable output (stable).")]
 
 
 @app.callback()
@@ -43,42 +46,6 @@ def _root(
     if home is not None:
         os.environ["METACLAW_HOME"] = str(home)
     logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, format="%(message)s")
-
-
-def _engine(*, embedder: bool = False) -> MetaClaw:
-    settings = Settings()
-    settings.embedding.preload = embedder
-    return MetaClaw(settings, capture=False)
-
-
-def _print_json(data: Any) -> None:
-    sys.stdout.write(json.dumps(data, indent=2, default=str, ensure_ascii=False) + "\n")
-
-
-def _fail(message: str) -> None:
-    # Plain write: rich would wrap a long path across lines.
-    sys.stderr.write(f"error: {message.removeprefix('metaclaw: ')}\n")
-    raise typer.Exit(1)
-
-
-def _skill_json(s: Skill) -> dict[str, Any]:
-    return s.model_dump(mode="json")
-
-
-def _generation_json(g: Generation) -> dict[str, Any]:
-    return g.model_dump(mode="json")
-
-
-class _Guard:
-    """Turn metaclaw errors into a one-line message and exit status 1."""
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, typ: Any, exc: Any, tb: Any) -> Literal[False]:
-        if isinstance(exc, MetaClawError):
-            _fail(str(exc))
-        return False
 
 
 # -- skills ------------------------------------------------------------------------------

@@ -6,59 +6,27 @@
 
 from __future__ import annotations
 
-import json
-import sys
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
+from metaclaw_core.cli_support import Guard as _Guard
+from metaclaw_core.cli_support import JsonOpt
+from metaclaw_core.cli_support import fail as _fail
+from metaclaw_core.cli_support import generation_json as _generation_json
+from metaclaw_core.cli_support import print_json as _print_json
+from metaclaw_core.cli_support import read_only_engine as _engine
+from metaclaw_core.cli_support import skill_json as _skill_json
 from metaclaw_core.config import Settings
 from metaclaw_core.engine import MetaClaw
-from metaclaw_core.errors import MetaClawError
 from metaclaw_core.evolve.evolver import EvolutionReport, SkillEvolver
 from metaclaw_core.evolve.lifecycle import retire_unhelpful, skill_stats
 from metaclaw_core.llm import not_configured_message
-from metaclaw_core.models import Generation, Skill
 from metaclaw_core.reward.judge import PRMJudge
 
 out = Console()
-JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable output (stable).")]
-
-
-# The same conventions as metaclaw_core.cli (not imported from it: it imports this module).
-def _engine(*, embedder: bool = False) -> MetaClaw:
-    settings = Settings()
-    settings.embedding.preload = embedder
-    return MetaClaw(settings, capture=False)
-
-
-def _print_json(data: Any) -> None:
-    sys.stdout.write(json.dumps(data, indent=2, default=str, ensure_ascii=False) + "\n")
-
-
-def _fail(message: str) -> None:
-    sys.stderr.write(f"error: {message.removeprefix('metaclaw: ')}\n")
-    raise typer.Exit(1)
-
-
-def _skill_json(s: Skill) -> dict[str, Any]:
-    return s.model_dump(mode="json")
-
-
-def _generation_json(g: Generation) -> dict[str, Any]:
-    return g.model_dump(mode="json")
-
-
-class _Guard:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, typ: Any, exc: Any, tb: Any) -> Literal[False]:
-        if isinstance(exc, MetaClawError):
-            _fail(str(exc))
-        return False
 
 
 def _print_report(report: EvolutionReport) -> None:

@@ -6,15 +6,16 @@ commands (a training backend loads only when a step runs).
 
 from __future__ import annotations
 
-import json
 import os
-import sys
 from datetime import timedelta
 from typing import Annotated, Any
 
 import typer
 
-from metaclaw_core.config import Settings
+from metaclaw_core.cli_support import JsonOpt
+from metaclaw_core.cli_support import fail as _fail
+from metaclaw_core.cli_support import print_json as _print_json
+from metaclaw_core.cli_support import read_only_engine as _engine
 from metaclaw_core.engine import MetaClaw
 from metaclaw_core.errors import MetaClawError
 from metaclaw_core.schedule.window import LoopStats
@@ -24,22 +25,6 @@ train_app = typer.Typer(
     invoke_without_command=True,
 )
 scheduler_app = typer.Typer(no_args_is_help=True, help="When training may run (OMLS).")
-JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable output (stable).")]
-
-
-def _print_json(data: Any) -> None:
-    sys.stdout.write(json.dumps(data, indent=2, default=str, ensure_ascii=False) + "\n")
-
-
-def _fail(message: str, code: int = 1) -> None:
-    sys.stderr.write(f"error: {message.removeprefix('metaclaw: ')}\n")
-    raise typer.Exit(code)
-
-
-def _engine() -> MetaClaw:
-    settings = Settings()
-    settings.embedding.preload = False
-    return MetaClaw(settings, capture=False)
 
 
 def _scheduler(engine: MetaClaw) -> Any:
