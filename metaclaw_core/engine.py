@@ -144,11 +144,16 @@ class MetaClaw:
     # -- hot path ------------------------------------------------------------------------
     def before_call(self, ctx: CallContext) -> Injection:
         """Choose and render the skills for this call. Never raises; never waits on I/O."""
+        return self._inject(ctx, None)
+
+    def _inject(self, ctx: CallContext, query: str | None) -> Injection:
+        """before_call, with the query given when the caller already extracted it."""
         started = time.perf_counter()
         snap = self._snapshot  # one reference: the whole call sees one generation
         self.last_call_at = time.time()
         try:
-            query = self._extract_query(ctx)
+            if query is None:
+                query = self._extract_query(ctx)
             qvec = self._query_vector(query) if query and len(snap) else None
             found = (
                 self.hook.metaclaw_retrieve(
@@ -284,15 +289,16 @@ class MetaClaw:
     async def abefore_call(self, ctx: CallContext) -> Injection:
         """Like :meth:`before_call`; a query not in the cache is embedded on a worker thread
         so the event loop is not held for the forward pass."""
+        query: str | None = None
         try:
             if len(self._snapshot) and self.embedder.ready:
-                query = self.hook.metaclaw_extract_query(ctx=ctx, settings=self.settings) or ""
+                query = self._extract_query(ctx)
                 cached = getattr(self.embedder, "cached_query", None)
                 if query and cached is not None and cached(query) is None:
-                    return await asyncio.to_thread(self.before_call, ctx)
+                    return await asyncio.to_thread(self._inject, ctx, query)
         except Exception as exc:
             self.faults.record("before_call", exc)
-        return self.before_call(ctx)
+        return self._inject(ctx, query)
 
     async def aafter_call(
         self,
