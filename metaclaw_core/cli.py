@@ -402,6 +402,11 @@ from metaclaw_core.evolve.cli import register as _register_fastloop  # noqa: E40
 
 _register_fastloop(app, skills_app)
 
+# `metaclaw bench run|report`, `metaclaw models list|fetch|serve`.
+from metaclaw_core.bench.cli import register as _register_bench  # noqa: E402
+
+_register_bench(app)
+
 
 def main() -> None:
     app()

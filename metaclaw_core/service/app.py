@@ -19,7 +19,7 @@ from fastapi.responses import PlainTextResponse
 from metaclaw_core import __version__
 from metaclaw_core.config import Settings
 from metaclaw_core.engine import MetaClaw
-from metaclaw_core.service import api, proxy
+from metaclaw_core.service import api, dashboard, proxy
 from metaclaw_core.service.auth import BearerAuth, check_bind
 from metaclaw_core.service.errors import install_error_handlers
 from metaclaw_core.service.limits import BodySizeLimit
@@ -131,6 +131,7 @@ def create_app(
     install_error_handlers(app)
     app.include_router(api.router)
     app.include_router(proxy.router)
+    app.include_router(dashboard.router)  # the page at / and /v1/dashboard/...
 
     @app.get("/healthz", tags=["service"])
     async def healthz() -> dict[str, Any]:

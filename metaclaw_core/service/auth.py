@@ -1,8 +1,8 @@
 """Who may call the service: the bind policy and the bearer-token check.
 
 A loopback bind may run without a token; any other bind refuses to start without one. With a
-token, every route but ``/healthz`` requires ``Authorization: Bearer <token>``. The token is
-compared in constant time and never logged.
+token, every route but ``/healthz`` and the dashboard's static files requires
+``Authorization: Bearer <token>``. The token is compared in constant time and never logged.
 """
 
 from __future__ import annotations
@@ -15,7 +15,9 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from metaclaw_core.errors import ConfigError
 from metaclaw_core.service.errors import error_bytes
 
-OPEN_PATHS = frozenset({"/healthz"})
+# The dashboard's page and files (dashboard.ASSETS) hold no data and load without the token so
+# the page can ask for it; every route they call needs it.
+OPEN_PATHS = frozenset({"/healthz", "/", "/dashboard/app.js", "/dashboard/app.css"})
 
 
 def is_loopback(host: str) -> bool:

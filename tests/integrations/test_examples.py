@@ -66,13 +66,21 @@ def test_llamaindex_example_uses_a_real_model_through_the_openai_sdk(tmp_path: P
         assert "<metaclaw-skills>" in prompt and "## cite-documents" in prompt
 
 
-def test_a_real_model_without_its_client_package_is_a_clear_error(tmp_path: Path) -> None:
-    try:
-        import langchain_openai  # noqa: F401
-    except ImportError:
-        pass
-    else:
-        pytest.skip("langchain-openai is installed here")
-    done = run_example("langchain_agent.py", METACLAW_MODEL="gpt-x", OPENAI_API_KEY="k")
-    assert done.returncode != 0
-    assert "pip install langchain-openai" in done.stderr
+def test_langchain_example_uses_a_real_model_through_langchain_openai(tmp_path: Path) -> None:
+    # langchain-openai is a dev dependency (the benchmark's agent uses it), so the example's
+    # real-model path runs here: ChatOpenAI -> the scripted server, skills in its prompt.
+    with ScriptedOpenAI(default=Reply("42, and Paris is sunny.")) as server:
+        done = run_example(
+            "langchain_agent.py",
+            METACLAW_HOME=str(tmp_path / "home"),
+            OPENAI_BASE_URL=server.base_url,
+            OPENAI_API_KEY="test-key",
+            METACLAW_MODEL="scripted-model",
+        )
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert "scripted-model (real)" in done.stdout
+        first = server.requests[0]
+        assert first.headers["authorization"] == "Bearer test-key"
+        prompt = first.json["messages"][0]["content"]
+        assert "<metaclaw-skills>" in prompt and "## arithmetic-with-tools" in prompt
+        assert {t["function"]["name"] for t in first.json["tools"]} == {"add", "weather"}

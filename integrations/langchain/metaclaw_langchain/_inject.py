@@ -80,15 +80,23 @@ class MetaClawMiddleware(AgentMiddleware[Any, Any, Any]):
         engine: the :class:`metaclaw_core.MetaClaw` to use.
         capture: capture each model call (set False to only inject).
         session_id: fixed session id; by default the run's ``thread_id``.
+        on_capture: called with ``(trajectory_id, context)`` after each captured call, so the
+            host can rate it later (``engine.feedback``); its errors are recorded, not raised.
     """
 
     def __init__(
-        self, engine: MetaClaw, *, capture: bool = True, session_id: str | None = None
+        self,
+        engine: MetaClaw,
+        *,
+        capture: bool = True,
+        session_id: str | None = None,
+        on_capture: Callable[[str, CallContext], None] | None = None,
     ) -> None:
         super().__init__()
         self.engine = engine
         self.capture = capture
         self.session_id = session_id
+        self.on_capture = on_capture
 
     def _context(self, request: ModelRequest[Any], config: RunnableConfig) -> CallContext:
         system = [request.system_message] if request.system_message is not None else []
@@ -133,13 +141,15 @@ class MetaClawMiddleware(AgentMiddleware[Any, Any, Any]):
         try:
             result = getattr(response, "model_response", response)  # ExtendedModelResponse
             messages = result.result if isinstance(result, ModelResponse) else [result]
-            self.engine.after_call(
+            trajectory_id = self.engine.after_call(
                 call.ctx,
                 None if response is None else to_output(last_ai_message(messages)),
                 injection=call.injection,
                 error=error,
                 latency_ms=(time.perf_counter() - call.started) * 1000.0,
             )
+            if trajectory_id is not None and self.on_capture is not None:
+                self.on_capture(trajectory_id, call.ctx)
         except Exception as exc:
             record_fault(self.engine, "langchain middleware (capture)", exc)
 
