@@ -33,7 +33,7 @@ import os
 import shutil
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal, Protocol
@@ -166,6 +166,8 @@ class BenchRun:
             raise BenchError(f"no such days in {suite.root}: {', '.join(unknown)}")
         self.days: list[Day] = [d for d in suite.days if not config.days or d.id in config.days]
         self.engine: Any = None
+        self.slow: Any = None  # full mode: the slow loop whose policy answers the agent
+        self.policy_server: Any = None
         self._failed_today: list[str] = []
 
     # -- bookkeeping ----------------------------------------------------------------------
@@ -230,6 +232,35 @@ class BenchRun:
             return self.engine_factory(settings)
         return MetaClaw(settings)
 
+    def _serve_policy(self) -> ModelConfig:
+        """full mode: start the slow loop (its current weights published) and serve its policy
+        on loopback; the agent's model config pointing at it."""
+        from metaclaw_core.bench.policy import BenchCheck, LoopbackServer
+        from metaclaw_core.train.runtime import SlowLoop
+        from metaclaw_core.train.serving import policy_app
+
+        self.engine.pm.register(BenchCheck(self.suite), name="bench:check")
+        self.slow = SlowLoop(self.engine, serve=True)
+        self.slow.trainer.resume()  # loads the backend, publishes the newest weights
+        app = policy_app(self.slow.policy, max_tokens_cap=self.config.model.max_tokens)
+        self.policy_server = LoopbackServer(app).start()
+        return replace(
+            self.config.model,
+            base_url=self.policy_server.base_url,
+            model=self.slow.policy.model_name,
+        )
+
+    def _close(self) -> None:
+        if self.policy_server is not None:
+            self.policy_server.stop()
+            self.policy_server = None
+        if self.slow is not None:
+            self.slow.close()
+            self.slow = None
+        if self.engine is not None:
+            self.engine.close()
+            self.engine = None
+
     def _generation(self) -> int | None:
         return None if self.engine is None else int(self.engine.generation)
 
@@ -238,21 +269,22 @@ class BenchRun:
         """Run (or resume) every day not yet complete; return the run's summary."""
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self._check_or_write_manifest()
-        if self.learns:
-            self.engine = self._open_engine()
-        agent = self.agent_factory(self.config.model, self.engine)
         total = sum(len(d.rounds) for d in self.days)
         done = sum(len(d.rounds) for d in self.days if self.is_done(d))
         try:
+            model = self.config.model
+            if self.learns:
+                self.engine = self._open_engine()
+            if self.config.mode == "full":
+                model = self._serve_policy()
+            agent = self.agent_factory(model, self.engine)
             for day in self.days:
                 if self.is_done(day):
                     continue
                 self._run_day(day, agent, _progress_of(progress, day.id, done, total))
                 done += len(day.rounds)
         finally:
-            if self.engine is not None:
-                self.engine.close()
-                self.engine = None
+            self._close()
         from metaclaw_core.bench.report import summarize
 
         summary = summarize(self.run_dir)
@@ -291,9 +323,11 @@ class BenchRun:
             if self.on_round is not None:
                 self.on_round(result)
             progress(i + 1)
+        # full: train first, on the day's calls (of the generation in force), then evolve;
+        # the other order would leave the RL buffer only samples of an outdated generation.
+        training = self._train_after_day(day) if self.config.mode == "full" else None
         if self.learns:
             evolutions.extend(self._end_of_day(day))
-        training = self._train_after_day(day) if self.config.mode == "full" else None
         _write_json(
             self.day_dir(day) / "day.json",
             {
@@ -419,25 +453,25 @@ class BenchRun:
         return [{"trigger": f"end of {day.id}", **_evolution(report)}]
 
     def _train_after_day(self, day: Day) -> dict[str, Any]:
-        from metaclaw_core.train.runtime import SlowLoop
-
+        """GRPO steps on the day's calls while "the user sleeps"; the agent gets the new
+        weights for the next day (published by the trainer, swapped without a restart)."""
         self.engine.flush(30)
+        trainer = self.slow.trainer
+        before = self.slow.policy.current().label
         steps: list[dict[str, Any]] = []
         try:
-            loop = SlowLoop(self.engine, serve=False)
-        except Exception as exc:  # no backend configured or loadable: the run goes on
-            return {"day": day.id, "error": f"{type(exc).__name__}: {exc}", "steps": steps}
-        try:
-            loop.trainer.resume()
             for _ in range(self.config.train_steps_per_day):
-                report = loop.trainer.step()
+                report = trainer.step()
                 steps.append({k: v for k, v in asdict(report).items() if k != "rewards"})
-            loop.trainer.checkpoint()
-            return {"day": day.id, "backend": loop.backend.name, "steps": steps}
+            trainer.checkpoint()
         except Exception as exc:  # a failing step: recorded, the run goes on
-            return {"day": day.id, "error": f"{type(exc).__name__}: {exc}", "steps": steps}
-        finally:
-            loop.close()
+            return {"error": f"{type(exc).__name__}: {exc}", "steps": steps, "weights": before}
+        return {
+            "backend": self.slow.backend.name,
+            "steps": steps,
+            "weights_before": before,
+            "weights_after": self.slow.policy.current().label,
+        }
 
 
 def _progress_of(
