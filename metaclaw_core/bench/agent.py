@@ -7,7 +7,8 @@ call; in ``baseline`` it is absent. Small local models often write a tool call a
 :class:`TextToolCalls` turns those into real tool calls so the agent loop runs them.
 
 Each round is a fresh conversation: the system prompt (the workspace's bootstrap files), the
-previous round's feedback, then the question.
+previous round's feedback as its own user message, then the question (so the task text the
+engine retrieves skills for — and corrections describe — is the question alone).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ SYSTEM_HEAD = (
     "Read the files a task mentions before changing them; to change a file, write its whole "
     "new content. Answer the user directly when no file work is needed."
 )
+FEEDBACK_PREFIX = "Feedback on your previous answer: "
 TOOL_CALL_TAG = re.compile(r"<tool_call>\s*(\{.*?\})\s*</tool_call>", re.DOTALL)
 FENCE = re.compile(r"```(?:json|tool_call)?\s*(\{.*?\})\s*```", re.DOTALL)
 
@@ -157,7 +159,14 @@ class LangChainAgent:
             max_retries=1,
         )
 
-    def run(self, prompt: str, workspace: Path, log: ActionLog, session_id: str) -> AgentResult:
+    def run(
+        self,
+        prompt: str,
+        workspace: Path,
+        log: ActionLog,
+        session_id: str,
+        feedback: str | None = None,
+    ) -> AgentResult:
         from langchain.agents import create_agent
         from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
         from langgraph.errors import GraphRecursionError
@@ -185,6 +194,8 @@ class LangChainAgent:
         )
         started = time.monotonic()
         messages: list[BaseMessage] = [HumanMessage(prompt)]
+        if feedback:
+            messages.insert(0, HumanMessage(f"{FEEDBACK_PREFIX}{feedback}"))
         error: str | None = None
         try:
             for state in agent.stream(

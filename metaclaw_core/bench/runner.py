@@ -65,8 +65,16 @@ class BenchError(MetaClawError):
 
 
 class Agent(Protocol):
-    def run(self, prompt: str, workspace: Path, log: ActionLog, session_id: str) -> AgentResult:
-        """Answer one round in ``workspace``; never raises for the model's or a tool's errors."""
+    def run(
+        self,
+        prompt: str,
+        workspace: Path,
+        log: ActionLog,
+        session_id: str,
+        feedback: str | None = None,
+    ) -> AgentResult:
+        """Answer one round in ``workspace`` (``feedback``: on the previous round's answer);
+        never raises for the model's or a tool's errors."""
         ...
 
 
@@ -97,7 +105,7 @@ class RoundResult:
     round: str
     type: str
     question: str
-    prompt: str
+    previous_feedback: str | None
     answer: str
     score: float
     reason: str
@@ -345,11 +353,6 @@ class BenchRun:
             },
         )
 
-    def _prompt(self, rnd: Round, previous_feedback: str | None) -> str:
-        if previous_feedback:
-            return f"Feedback on your previous answer: {previous_feedback}\n\n{rnd.question}"
-        return rnd.question
-
     def _run_round(
         self,
         day: Day,
@@ -358,12 +361,11 @@ class BenchRun:
         workspace: Path,
         previous_feedback: str | None,
     ) -> RoundResult:
-        prompt = self._prompt(rnd, previous_feedback)
         actions = ActionLog()
         generation = self._generation()
         session = f"bench-{day.id}-{rnd.id}"
         try:
-            res = agent.run(prompt, workspace, actions, session)
+            res = agent.run(rnd.question, workspace, actions, session, previous_feedback)
         except Exception as exc:  # an agent that raises anyway: the round scores 0
             res = AgentResult(answer="", transcript=[], error=f"{type(exc).__name__}: {exc}")
         score = self._score(rnd, res, actions, workspace)
@@ -373,7 +375,7 @@ class BenchRun:
             round=rnd.id,
             type=rnd.type,
             question=rnd.question,
-            prompt=prompt,
+            previous_feedback=previous_feedback,
             answer=res.answer,
             score=score.score,
             reason=score.detail,

@@ -68,7 +68,12 @@ def feedback_text(rnd: Round, score: Score) -> str:
         return str(fb.get("incorrect") or "That is not right.")
     per_option = fb.get("options") or {}
     wrong = sorted(set(score.selected) ^ set(rnd.answer))
-    notes = [str(per_option[o]) for o in wrong if o in per_option]
+    # Each note names its option's text, so the feedback (and a skill made of it) stands alone.
+    notes = [
+        f"{o} ({rnd.options[o]}): {per_option[o]}" if o in rnd.options else str(per_option[o])
+        for o in wrong
+        if o in per_option
+    ]
     head = "Not quite." if score.selected else "Please answer in the \\bbox{...} format."
     return " ".join([head, *notes]) if notes else head
 

@@ -106,9 +106,9 @@ def test_skills_learn_from_feedback_and_beat_the_baseline(
         assert r1["score"] == 0.0 and "check failed: exit 1" in r1["reason"]
         assert [a["tool"] for a in r1["actions"]] == ["write_file"]
         assert (tmp_path / run / "workspaces" / "day01" / "day01" / "out.json").is_file()
-        # the previous round's feedback opens the next round's prompt
-        assert rounds["day01/r2"]["prompt"].startswith("Feedback on your previous answer: ")
-        assert TIME_FEEDBACK in rounds["day01/r2"]["prompt"]
+        # the previous round's feedback comes before the next round's question
+        assert rounds["day01/r2"]["previous_feedback"] == TIME_FEEDBACK
+        assert rounds["day02/r1"]["previous_feedback"] is None  # a new day starts afresh
         assert rounds["day01/r2"]["score"] == pytest.approx(2 / 3)
     # the correction became a skill; the next day it was injected and the answer was right
     assert b["day02/r1"]["score"] == 0.0 and b["day02/r1"]["injected"] == []
@@ -119,10 +119,25 @@ def test_skills_learn_from_feedback_and_beat_the_baseline(
     # baseline: nothing injected in any request; skills: the lesson is in day02's prompt
     agent_reqs = [r.json for r in server.chat_requests() if "tools" in r.json]
     taught = [r for r in agent_reqs if TIME_FEEDBACK in r["messages"][0]["content"]]
-    assert taught and all("ISO 8601" in r["messages"][-1]["content"] for r in taught)
+    assert any("ISO 8601" in r["messages"][-1]["content"] for r in taught)
+    baseline_reqs = agent_reqs[:4]  # the baseline ran first: 2 + 1 + 1 model calls
+    assert all("<metaclaw-skills>" not in r["messages"][0]["content"] for r in baseline_reqs)
+    r2 = next(r for r in agent_reqs if "required format" in r["messages"][-1]["content"])
+    assert [m["role"] for m in r2["messages"]] == ["system", "user", "user"]
+    assert r2["messages"][1]["content"] == f"Feedback on your previous answer: {TIME_FEEDBACK}"
     # every round's actions and transcript are kept
     assert s["day01/r1"]["transcript"][-1]["content"] == "Done."
     assert s["day01/r1"]["trajectory_ids"]
+    # the corrections became skills about the question alone, their notes self-contained
+    engine = MetaClaw(_settings_of(tmp_path / "skills"), plugins=[SharedEmbedder(minilm)])
+    try:
+        learned = {sk.name: sk for sk in engine.library.live()}
+    finally:
+        engine.close()
+    assert len(learned) == 2
+    assert not any("Feedback on your previous answer" in sk.description for sk in learned.values())
+    assert any(sk.body.startswith(TIME_FEEDBACK) for sk in learned.values())
+    assert any("C (2026-...): C is correct." in sk.body for sk in learned.values())
     md = markdown([base, skills])
     assert "| day02 | 0.000 | 1.000 |" in md and "## Learning: skills" in md
 

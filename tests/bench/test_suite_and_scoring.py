@@ -108,7 +108,7 @@ def test_bbox_parsing_and_the_papers_score() -> None:
     s = score_multi_choice(rnd, "\\bbox{A,B}")  # one false positive, one false negative
     assert s.score == pytest.approx(1 - 2 / 6)
     assert "wrong B" in s.detail and "missed C" in s.detail
-    assert feedback_text(rnd, s) == "Not quite. B is wrong. C is right."
+    assert feedback_text(rnd, s) == "Not quite. B (B): B is wrong. C (C): C is right."
     none = score_multi_choice(rnd, "A and C")
     assert none.score == 0.0 and "no \\bbox" in none.detail
     assert feedback_text(rnd, score_multi_choice(rnd, "\\bbox{C,A}")) == "yes"
