@@ -9,10 +9,6 @@ no verifiable score here (None: the judge or other checks may score it).
 
 from __future__ import annotations
 
-import threading
-import time
-from typing import Any
-
 from metaclaw_core.bench.scoring import score_multi_choice
 from metaclaw_core.bench.suite import Round, Suite
 from metaclaw_core.config import Settings
@@ -49,41 +45,3 @@ class BenchCheck:
             source="check",
             detail=f"bench {rnd.id}: {score.detail}",
         )
-
-
-class LoopbackServer:
-    """An ASGI app served by uvicorn on 127.0.0.1 (an ephemeral port) on a daemon thread."""
-
-    def __init__(self, app: Any) -> None:
-        import uvicorn
-
-        from metaclaw_core.service.server import bind_socket
-
-        self.sock = bind_socket("127.0.0.1", 0)
-        self.port = int(self.sock.getsockname()[1])
-        config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off")
-        self.server = uvicorn.Server(config)
-        self.thread = threading.Thread(
-            target=self.server.run,
-            kwargs={"sockets": [self.sock]},
-            name="metaclaw-bench-policy",
-            daemon=True,
-        )
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/v1"
-
-    def start(self, timeout_s: float = 30.0) -> LoopbackServer:
-        self.thread.start()
-        deadline = time.monotonic() + timeout_s
-        while not self.server.started:
-            if time.monotonic() > deadline or not self.thread.is_alive():
-                raise RuntimeError("the policy server did not start")
-            time.sleep(0.01)
-        return self
-
-    def stop(self) -> None:
-        self.server.should_exit = True
-        self.thread.join(15)
-        self.sock.close()

@@ -243,7 +243,8 @@ class BenchRun:
     def _serve_policy(self) -> ModelConfig:
         """full mode: start the slow loop (its current weights published) and serve its policy
         on loopback; the agent's model config pointing at it."""
-        from metaclaw_core.bench.policy import BenchCheck, LoopbackServer
+        from metaclaw_core.bench.policy import BenchCheck
+        from metaclaw_core.service.server import ThreadedServer
         from metaclaw_core.train.runtime import SlowLoop
         from metaclaw_core.train.serving import policy_app
 
@@ -251,10 +252,10 @@ class BenchRun:
         self.slow = SlowLoop(self.engine, serve=True)
         self.slow.trainer.resume()  # loads the backend, publishes the newest weights
         app = policy_app(self.slow.policy, max_tokens_cap=self.config.model.max_tokens)
-        self.policy_server = LoopbackServer(app).start()
+        self.policy_server = ThreadedServer(app).start()
         return replace(
             self.config.model,
-            base_url=self.policy_server.base_url,
+            base_url=f"{self.policy_server.url}/v1",
             model=self.slow.policy.model_name,
         )
 

@@ -10,8 +10,10 @@ import signal
 import socket
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from types import FrameType
+from typing import Any, Literal, Self
 
 import uvicorn
 
@@ -33,6 +35,42 @@ def bind_socket(host: str, port: int) -> socket.socket:
         raise
     sock.set_inheritable(True)
     return sock
+
+
+class ThreadedServer:
+    """An ASGI app served by uvicorn on 127.0.0.1 (an ephemeral port) on a daemon thread: the
+    benchmark's policy endpoint, and the tests' live servers (real sockets, real HTTP)."""
+
+    def __init__(self, app: Any, *, lifespan: Literal["on", "off"] = "off") -> None:
+        self.app = app
+        self.sock = bind_socket("127.0.0.1", 0)
+        self.port = int(self.sock.getsockname()[1])
+        config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan=lifespan)
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(
+            target=self.server.run,
+            kwargs={"sockets": [self.sock]},
+            name="metaclaw-uvicorn",
+            daemon=True,
+        )
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self, timeout_s: float = 30.0) -> Self:
+        self.thread.start()
+        deadline = time.monotonic() + timeout_s
+        while not self.server.started:
+            if time.monotonic() > deadline or not self.thread.is_alive():
+                raise RuntimeError("uvicorn did not start")
+            time.sleep(0.01)
+        return self
+
+    def stop(self) -> None:
+        self.server.should_exit = True
+        self.thread.join(15)
+        self.sock.close()
 
 
 class _Server(uvicorn.Server):

@@ -4,8 +4,6 @@
 from __future__ import annotations
 
 import socket
-import threading
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -13,52 +11,26 @@ from typing import Any
 
 import httpx
 import pytest
-import uvicorn
 from fastapi import FastAPI
 
 from metaclaw_core import MetaClaw, Settings, hookimpl
 from metaclaw_core.service import create_app
-from metaclaw_core.service.server import bind_socket
+from metaclaw_core.service.server import ThreadedServer
 from metaclaw_core.service.state import ServiceState
 from tests.support.engines import SharedEmbedder, make_settings
 from tests.support.scripted_openai import ScriptedOpenAI
 
 
-class LiveServer:
-    """An app served by uvicorn on a background thread (real sockets, real HTTP)."""
+class LiveServer(ThreadedServer):
+    """The service app served by uvicorn on a background thread (lifespan on)."""
 
     def __init__(self, app: FastAPI) -> None:
-        self.app = app
-        self.sock = bind_socket("127.0.0.1", 0)
-        self.port = self.sock.getsockname()[1]
-        config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on")
-        self.server = uvicorn.Server(config)
-        self.thread = threading.Thread(
-            target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True
-        )
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        super().__init__(app, lifespan="on")
 
     @property
     def state(self) -> ServiceState:
         state: ServiceState = self.app.state.metaclaw
         return state
-
-    def start(self) -> LiveServer:
-        self.thread.start()
-        deadline = time.monotonic() + 30
-        while not self.server.started:
-            assert time.monotonic() < deadline, "uvicorn did not start"
-            assert self.thread.is_alive(), "uvicorn thread died"
-            time.sleep(0.01)
-        return self
-
-    def stop(self) -> None:
-        self.server.should_exit = True
-        self.thread.join(15)
-        self.sock.close()
 
 
 @dataclass
