@@ -190,36 +190,43 @@ class BenchRun:
         return (self.day_dir(day) / "day.json").is_file()
 
     def _check_or_write_manifest(self) -> None:
+        """Write ``run.json``, or check that a resumed run is the same run: suite, mode,
+        model, learning and days must match; the endpoint may move (recorded per resume)."""
         manifest = self.run_dir / "run.json"
         want = {
             "suite": str(self.suite.root),
             "suite_name": self.suite.name,
             "mode": self.config.mode,
             "model": self.config.model.model,
-            "base_url": self.config.model.base_url,
             "learn": self.config.learn if self.learns else None,
             "days": [d.id for d in self.days],
         }
-        if manifest.exists():
-            have = _read_json(manifest)
-            diff = [k for k, v in want.items() if have.get(k) != v]
-            if diff:
-                details = "; ".join(f"{k}: {have.get(k)!r} there, {want[k]!r} now" for k in diff)
-                raise BenchError(
-                    f"{self.run_dir} holds a different run ({details}); "
-                    "use another --out folder to start a new run"
-                )
+        if not manifest.exists():
+            _write_json(
+                manifest,
+                {
+                    **want,
+                    "base_url": self.config.model.base_url,
+                    "started_at": _now(),
+                    "metaclaw_version": __version__,
+                    "network_isolated_checks": network_isolation(),
+                    "config": self.config.to_json(),
+                    "resumes": [],
+                },
+            )
             return
-        _write_json(
-            manifest,
-            {
-                **want,
-                "started_at": _now(),
-                "metaclaw_version": __version__,
-                "network_isolated_checks": network_isolation(),
-                "config": self.config.to_json(),
-            },
+        have = _read_json(manifest)
+        diff = [k for k, v in want.items() if have.get(k) != v]
+        if diff:
+            details = "; ".join(f"{k}: {have.get(k)!r} there, {want[k]!r} now" for k in diff)
+            raise BenchError(
+                f"{self.run_dir} holds a different run ({details}); "
+                "use another --out folder to start a new run"
+            )
+        have.setdefault("resumes", []).append(
+            {"at": _now(), "base_url": self.config.model.base_url}
         )
+        _write_json(manifest, have)
 
     # -- the engine (skills/full) ----------------------------------------------------------
     def _open_engine(self) -> Any:

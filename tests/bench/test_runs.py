@@ -194,7 +194,9 @@ def test_a_crash_resumes_at_the_day_it_stopped(
         engine.close()
     assert any(r == "bench: resume day02" for r in reasons)
 
-    with pytest.raises(BenchError, match="holds a different run"):
+    manifest = json.loads((run_dir / "run.json").read_text())
+    assert [r["base_url"] for r in manifest["resumes"]] == [server.base_url]
+    with pytest.raises(BenchError, match=r"holds a different run \(mode: 'skills' there"):
         BenchRun(suite, run_dir, _config(server, "baseline")).run()
 
 
