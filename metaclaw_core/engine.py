@@ -107,6 +107,7 @@ class MetaClaw:
                     self.settings.spool_dir,
                     segment_bytes=self.settings.store.spool_segment_bytes,
                     fsync=self.settings.store.fsync,
+                    hold_gil=self.settings.store.journal_holds_gil,
                 )
                 self.writer = CaptureWriter(
                     journal,

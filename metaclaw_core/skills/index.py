@@ -7,10 +7,23 @@ Skills are held as tuples of strings, not as model objects: tuples of atoms are 
 Python's cyclic garbage collector, while 100k pydantic objects made every full collection
 (triggered by the host's own allocations) scan them — measured as a 16 ms p50 regression of
 ``before_call`` at 10k skills. Skill objects are built only for the few that are returned.
+
+The product runs on the calling thread only. numpy's ``matrix @ vector`` hands anything above
+~1,200 rows of 384 to OpenBLAS's thread pool, whose workers then spin for 20-100 ms on these
+two cores: the next query embedding (torch's threads on the same cores) took 24.7 ms instead
+of 12.9 at 10k skills, and on a loaded machine a two-thread product waits for whichever thread
+the kernel descheduled (docs/benchmarks.md). ``np.einsum`` is one thread, releases the GIL,
+and streams a large matrix from memory faster than single-threaded OpenBLAS does (100k x 384
+float32: ~8 ms against ~14 ms). Small matrices (up to ~1,000 rows of 384), which OpenBLAS
+keeps on one thread anyway, still use ``matmul``: 2-3x faster than ``einsum`` in cache.
+
+The answer for a query vector is remembered per snapshot (``RESULT_CACHE`` entries): a repeated
+task at the same generation costs a dictionary look-up instead of a pass over the matrix.
 """
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -18,6 +31,15 @@ import numpy as np
 import numpy.typing as npt
 
 from metaclaw_core.models import ScoredSkill, Skill
+
+SMALL_PRODUCT = 400_000
+"""Matrices of at most this many elements are scored with ``matmul``: OpenBLAS (0.3.31, the
+one numpy ships) runs a matrix-vector product on one thread below 460,800 elements."""
+
+RESULT_CACHE = 1024
+"""Top-k answers remembered per snapshot (keyed by query vector, k and floor)."""
+
+_TIE_LIMIT = 256  # ties at the k-th score that are resolved by name (beyond: by position)
 
 
 def estimate_tokens(text: str) -> int:
@@ -67,6 +89,12 @@ class SkillSnapshot:
         default_factory=lambda: np.zeros((0, 0), dtype=np.float32)
     )
     _materialised: dict[int, Skill] = field(default_factory=dict, repr=False, compare=False)
+    _results: dict[tuple[bytes, int, float], tuple[ScoredSkill, ...]] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
+    _results_lock: threading.Lock = field(
+        default_factory=threading.Lock, init=False, repr=False, compare=False
+    )
 
     def __post_init__(self) -> None:
         if self.matrix.shape[0] != len(self.records):
@@ -112,20 +140,54 @@ class SkillSnapshot:
             generation=generation, records=tuple(to_record(s) for s, _ in keep), matrix=matrix
         )
 
+    def scores(self, query_vector: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+        """Cosine similarity of every row to a unit query (float32, on this thread only)."""
+        q = np.ascontiguousarray(query_vector, dtype=np.float32)
+        if self.matrix.size <= SMALL_PRODUCT:
+            small: npt.NDArray[np.float32] = self.matrix @ q
+            return small
+        out: npt.NDArray[np.float32] = np.einsum("ij,j->i", self.matrix, q)
+        return out
+
     def top_k(
         self, query_vector: npt.NDArray[np.float32], k: int, min_similarity: float
     ) -> list[ScoredSkill]:
         """The ``k`` most similar skills at or above ``min_similarity``, best first.
 
-        Ties break by name so equal scores always give the same order.
+        Ties break by name so equal scores always give the same order. The answer is
+        remembered for this snapshot (the same query vector again costs a look-up); the
+        returned list is new, its items are shared.
         """
         n = len(self.records)
         if n == 0 or k <= 0 or self.matrix.shape[1] != query_vector.shape[0]:
             return []
-        scores = self.matrix @ query_vector
-        idx = np.argpartition(-scores, k - 1)[:k] if n > k else np.arange(n)
-        chosen = sorted(
-            (i for i in idx.tolist() if scores[i] >= min_similarity),
-            key=lambda i: (-float(scores[i]), self.records[i][0]),
+        q = np.ascontiguousarray(query_vector, dtype=np.float32)
+        key = (q.tobytes(), k, float(min_similarity))
+        hit = self._results.get(key)
+        if hit is not None:
+            return list(hit)
+        found = tuple(
+            ScoredSkill(skill=self.skill(i), score=s)
+            for i, s in self._search(q, min(k, n), min_similarity)
         )
-        return [ScoredSkill(skill=self.skill(i), score=float(scores[i])) for i in chosen]
+        with self._results_lock:
+            self._results[key] = found
+            while len(self._results) > RESULT_CACHE:
+                del self._results[next(iter(self._results))]
+        return list(found)
+
+    def _search(self, q: npt.NDArray[np.float32], k: int, floor: float) -> list[tuple[int, float]]:
+        n = len(self.records)
+        scores = self.scores(q)
+        idx = np.argpartition(-scores, k - 1)[:k] if n > k else np.arange(n)
+        if n > k:
+            # Every row tied with the k-th score competes, so ties resolve by name.
+            tied = np.flatnonzero(scores >= scores[idx].min())
+            if len(tied) <= k + _TIE_LIMIT:
+                idx = tied
+        names = self.records
+        pairs = sorted(
+            ((i, s) for i, s in zip(idx.tolist(), scores[idx].tolist(), strict=True) if s >= floor),
+            key=lambda p: (-p[1], names[p[0]][0]),
+        )
+        return pairs[:k]

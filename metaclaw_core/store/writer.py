@@ -1,8 +1,9 @@
 """The background capture writer: bounded queue in, batched LanceDB commits out.
 
 The hot path (``submit_*``) journals the record and enqueues it without waiting. The writer
-thread commits batches, settles journal segments, replays records that missed the queue or a
-commit, and at start replays the spool folders of processes that died.
+thread commits a batch when one is full, when a flush waits, or every ``flush_interval_s`` (it
+does not wake per capture), settles journal segments, replays records that missed the queue
+or a commit, and at start replays the spool folders of processes that died.
 """
 
 from __future__ import annotations
@@ -61,6 +62,10 @@ class CaptureWriter:
         self.on_reward = on_reward
         self.faults = faults or FaultLog(log)
         self._queue: queue.Queue[_Item] = queue.Queue(maxsize=settings.queue_size)
+        self._batch_size = settings.batch_size
+        # Set when a batch is full or a flush/close is waiting: the writer otherwise sleeps
+        # for flush_interval_s instead of waking for every capture (see _take_batch).
+        self._wake = threading.Event()
         self._stop = threading.Event()
         self._busy = threading.Event()
         self._recovered = threading.Event()
@@ -93,6 +98,10 @@ class CaptureWriter:
             # Already journaled: the writer replays it from the segment file.
             self.journal.mark_dirty({item[0]})
             self.stats["spilled"] += 1
+            self._wake.set()
+            return
+        if self._queue.qsize() >= self._batch_size and not self._wake.is_set():
+            self._wake.set()
 
     @property
     def queue_depth(self) -> int:
@@ -107,6 +116,7 @@ class CaptureWriter:
         """Wait until every acknowledged record is committed; False on timeout or store down."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
+            self._wake.set()  # commit what is queued now rather than at the next interval
             if (
                 self._recovered.is_set()
                 and self._queue.empty()
@@ -124,6 +134,7 @@ class CaptureWriter:
         """Drain and stop. What could not be committed stays in the spool for the next start."""
         done = self.flush(timeout) if self._thread.is_alive() else False
         self._stop.set()
+        self._wake.set()
         if self._thread.is_alive():
             self._thread.join(timeout)
         self.journal.close()
@@ -147,17 +158,25 @@ class CaptureWriter:
                 break
 
     def _take_batch(self, wait_s: float) -> list[_Item]:
-        try:
-            first = self._queue.get(timeout=wait_s)
-        except queue.Empty:
-            return []
+        """Up to batch_size items, once a batch is full, a flush waits, or ``wait_s`` passed.
+
+        The writer does not wake for each capture: on a small machine every wake-up of this
+        thread while a host thread runs Python is a GIL hand-over that the host thread pays
+        for (up to the interpreter's switch interval), and one commit per capture costs far
+        more store work than one commit per batch. A capture waits at most ``wait_s``.
+        """
+        if self._queue.qsize() < self._batch_size:
+            self._wake.wait(wait_s)
+        self._wake.clear()
         self._busy.set()
-        items = [first]
-        while len(items) < self.settings.batch_size:
+        items: list[_Item] = []
+        while len(items) < self._batch_size:
             try:
                 items.append(self._queue.get_nowait())
             except queue.Empty:
                 break
+        if not items:
+            self._busy.clear()
         return items
 
     def _commit(self, items: list[_Item]) -> None:

@@ -2,6 +2,7 @@ import itertools
 from typing import Any
 
 import numpy as np
+import pytest
 
 from metaclaw_core import CallContext, Message, MetaClaw, ScoredSkill, Skill
 from metaclaw_core.plugins.query import clean_task_text
@@ -122,3 +123,67 @@ def test_query_skips_a_host_context_message_after_the_users_words() -> None:
         ]
     )
     assert metaclaw_extract_query(ctx=c, settings=Settings()) == "Delete the temp files in build/"
+
+
+def _clustered(n: int, dim: int, seed: int) -> np.ndarray:
+    """Unit vectors in a few tight clusters: many scores lie within float16 error of each
+    other, so the candidate margin and the float32 re-scoring both matter."""
+    rng = np.random.default_rng(seed)
+    centres = rng.normal(size=(8, dim))
+    vecs = centres[rng.integers(0, 8, size=n)] + 0.02 * rng.normal(size=(n, dim))
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    return vecs.astype(np.float32)
+
+
+@pytest.mark.parametrize("n", [300, 3000])  # matmul below SMALL_PRODUCT, einsum above
+def test_ranking_is_the_brute_force_float32_ranking(n: int) -> None:
+    from metaclaw_core.skills.index import SMALL_PRODUCT
+
+    dim = 384
+    vecs = _clustered(n, dim, seed=1)
+    skills = [Skill.model_construct(name=f"s{i:05d}", description="d", body="b") for i in range(n)]
+    snap = SkillSnapshot.build(1, skills, vecs)
+    assert (snap.matrix.size <= SMALL_PRODUCT) == (n == 300)
+    rng = np.random.default_rng(2)
+    queries = [vecs[i] for i in rng.integers(0, n, size=10)]  # queries inside the clusters
+    queries += [q / np.linalg.norm(q) for q in rng.normal(size=(10, dim)).astype(np.float32)]
+    for q in queries:
+        brute = (vecs.astype(np.float64) @ q.astype(np.float64)).astype(np.float32)
+        assert np.abs(snap.scores(q) - brute).max() < 1e-5
+        for k, floor in ((1, -1.0), (5, -1.0), (50, -1.0), (5, 0.9), (5, 2.0)):
+            got = snap.top_k(q, k, floor)
+            exact = snap.scores(q)
+            order = sorted(range(n), key=lambda i: (-float(exact[i]), f"s{i:05d}"))
+            want = [f"s{i:05d}" for i in order if exact[i] >= floor][:k]
+            assert [s.skill.name for s in got] == want
+            assert [s.score for s in got] == [float(exact[int(w[1:])]) for w in want]
+
+
+def test_ties_break_by_name_and_answers_are_remembered_per_snapshot() -> None:
+    vecs = np.tile(np.eye(4, dtype=np.float32)[:1], (6, 1))  # six identical rows
+    names = ["f", "b", "e", "a", "d", "c"]
+    skills = [Skill(name=x, description="d", body="b") for x in names]
+    snap = SkillSnapshot.build(1, skills, vecs)
+    q = np.eye(4, dtype=np.float32)[0]
+    first = snap.top_k(q, 3, -1.0)
+    assert [s.skill.name for s in first] == ["a", "b", "c"]
+    again = snap.top_k(q.copy(), 3, -1.0)  # an equal vector, not the same object
+    assert again == first and again is not first
+    again.clear()  # the caller's list is its own
+    assert [s.skill.name for s in snap.top_k(q, 3, -1.0)] == ["a", "b", "c"]
+    assert [s.skill.name for s in snap.top_k(q, 2, -1.0)] == ["a", "b"]  # k is in the key
+    assert snap.top_k(q, 3, 1.5) == []  # and so is the floor
+
+
+def test_remembered_answers_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    from metaclaw_core.skills import index
+
+    monkeypatch.setattr(index, "RESULT_CACHE", 3)
+    vecs = np.eye(8, dtype=np.float32)
+    snap = SkillSnapshot.build(
+        1, [Skill(name=f"s{i}", description="d", body="b") for i in range(8)], vecs
+    )
+    for i in range(8):
+        assert [s.skill.name for s in snap.top_k(vecs[i], 1, -1.0)] == [f"s{i}"]
+    assert len(snap._results) == 3
+    assert [s.skill.name for s in snap.top_k(vecs[0], 1, -1.0)] == ["s0"]  # recomputed
