@@ -243,9 +243,11 @@ class BenchRun:
             settings.evolver.max_tokens = 1024
             if self.config.evolver_base_url == self.config.model.base_url:
                 settings.evolver.api_key = SecretStr(self.config.model.api_key)
-        if self.engine_factory is not None:
-            return self.engine_factory(settings)
-        return MetaClaw(settings)
+        engine = self.engine_factory(settings) if self.engine_factory else MetaClaw(settings)
+        if not engine.wait_ready(300):  # the first round must see the library as it is
+            why = getattr(engine.embedder, "load_error", None) or "timed out"
+            raise BenchError(f"the engine did not get ready: {why}")
+        return engine
 
     def _serve_policy(self) -> ModelConfig:
         """full mode: start the slow loop (its current weights published) and serve its policy
@@ -278,7 +280,8 @@ class BenchRun:
             self.engine = None
 
     def _generation(self) -> int | None:
-        return None if self.engine is None else int(self.engine.generation)
+        """The library's current generation (the store's, not a snapshot that may lag)."""
+        return None if self.engine is None else int(self.engine.library.current_generation())
 
     # -- running --------------------------------------------------------------------------
     def run(self, progress: Callable[[str, int, int], None] | None = None) -> dict[str, Any]:
@@ -312,7 +315,7 @@ class BenchRun:
         start_file = ddir / "start.json"
         if start_file.exists():  # an interrupted day: undo what it learned, run it again
             start = _read_json(start_file).get("generation")
-            if self.engine is not None and start is not None and self.engine.generation != start:
+            if self.engine is not None and start is not None and self._generation() != start:
                 self.engine.library.rollback(start, reason=f"bench: resume {day.id}")
                 log.info("bench: %s resumed; skills rolled back to generation %s", day.id, start)
             shutil.rmtree(ddir)

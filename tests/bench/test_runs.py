@@ -239,3 +239,34 @@ def test_escapes_hanging_checks_and_a_broken_evolver_score_zero_and_go_on(
     day_meta = json.loads((run_dir / "days" / "day01" / "day.json").read_text())
     llm = [e for e in day_meta["evolutions"] if e.get("trigger") == "end of day01"]
     assert llm and "error" in llm[0] and "evolver" in llm[0]["error"]
+
+
+def test_a_crash_in_a_day_that_learned_nothing_resumes_too(
+    tmp_path: Path, server: ScriptedOpenAI, minilm: Any
+) -> None:
+    # day02 is answered right (the lesson of day01 is injected): nothing to roll back
+    suite = load_suite(write_suite(tmp_path / "suite"))
+    run_dir = tmp_path / "run"
+
+    class Crash(BaseException):
+        pass
+
+    def crash(r: RoundResult) -> None:
+        if r.day == "day02":
+            raise Crash
+
+    with pytest.raises(Crash):
+        BenchRun(
+            suite,
+            run_dir,
+            _config(server, "skills"),
+            engine_factory=_engine_factory(minilm),
+            on_round=crash,
+        ).run()
+    start = json.loads((run_dir / "days" / "day02" / "start.json").read_text())["generation"]
+    summary = BenchRun(
+        suite, run_dir, _config(server, "skills"), engine_factory=_engine_factory(minilm)
+    ).run()
+    assert summary["days_complete"] == 2
+    day02 = _rounds(run_dir)["day02/r1"]
+    assert day02["score"] == 1.0 and day02["generation"] == start  # no rollback was needed
