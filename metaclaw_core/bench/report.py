@@ -53,9 +53,12 @@ def summarize(run_dir: Path) -> dict[str, Any]:
             types.setdefault(r["type"], []).append(float(r["score"]))
             by_type.setdefault(r["type"], []).append(float(r["score"]))
         all_scores.extend(scores)
-        learned = sorted(
-            {name for e in day_meta.get("evolutions", []) for name in e.get("live", [])}
-        )
+        gens = day_meta.get("generations")
+        if gens is not None:  # the library's own record: added or rewritten that day
+            learned = sorted({n for g in gens for n in [*g["added"], *g["updated"]]})
+        else:
+            evolutions = day_meta.get("evolutions", [])
+            learned = sorted({name for e in evolutions for name in e.get("live", [])})
         days_out.append(
             {
                 "day": day_id,
@@ -108,6 +111,22 @@ def markdown(summaries: list[dict[str, Any]], plot_name: str | None = None) -> s
     for s, label in zip(summaries, labels, strict=True):
         days = f"{s['days_complete']}/{s['days_planned']}"
         lines.append(f"| {label} | {s['model']} | {days} | {s['rounds']} | {_fmt(s['score'])} |")
+    common = _common_days(summaries)
+    if len(summaries) > 1 and any(
+        [d["day"] for d in s["days"] if d["complete"]] != common for s in summaries
+    ):
+        lines += [
+            "",
+            f"On the {len(common)} day(s) every run completed ({', '.join(common) or 'none'}):",
+            "",
+            "| run | rounds | score |",
+            "|---|---|---|",
+        ]
+        for s, label in zip(summaries, labels, strict=True):
+            scores = [d["score"] * d["rounds"] for d in s["days"] if d["day"] in common]
+            rounds = sum(d["rounds"] for d in s["days"] if d["day"] in common)
+            score = round(sum(scores) / rounds, 4) if rounds else None
+            lines.append(f"| {label} | {rounds} | {_fmt(score)} |")
     types = sorted({t for s in summaries for t in s["by_type"]})
     lines += ["", "## Per question type", "", "| type | " + " | ".join(labels) + " |"]
     lines.append("|---|" + "---|" * len(labels))
@@ -138,6 +157,13 @@ def markdown(summaries: list[dict[str, Any]], plot_name: str | None = None) -> s
             learned = ", ".join(d["skills_learned"]) or "–"
             lines.append(f"| {d['day']} | {gen} | {learned} |")
     return "\n".join(lines) + "\n"
+
+
+def _common_days(summaries: list[dict[str, Any]]) -> list[str]:
+    """Days complete in every run, in the first run's order."""
+    done = [{d["day"] for d in s["days"] if d["complete"]} for s in summaries]
+    first = [d["day"] for d in summaries[0]["days"]] if summaries else []
+    return [d for d in first if all(d in x for x in done)]
 
 
 def plot(summaries: list[dict[str, Any]], path: Path) -> Path:

@@ -357,12 +357,29 @@ class BenchRun:
                 "generation_start": start_generation,
                 "generation_end": self._generation(),
                 "skills_live": [s.name for s in self.engine.library.live()] if self.engine else [],
+                "generations": self._generations_since(start_generation),
                 "evolutions": evolutions,
                 "training": training,
                 "seconds": round(time.monotonic() - started, 1),
                 "finished_at": _now(),
             },
         )
+
+    def _generations_since(self, start: int | None) -> list[dict[str, Any]]:
+        """The generations published since ``start``: what changed in the library, and why."""
+        if self.engine is None or start is None:
+            return []
+        return [
+            {
+                "number": g.number,
+                "reason": g.reason,
+                "added": list(g.added),
+                "updated": list(g.updated),
+                "retired": list(g.retired),
+            }
+            for g in self.engine.library.history()
+            if g.number > start
+        ]
 
     def _run_round(
         self,

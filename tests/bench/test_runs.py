@@ -116,6 +116,10 @@ def test_skills_learn_from_feedback_and_beat_the_baseline(
     assert s["day02/r1"]["generation"] > s["day01/r1"]["generation"]
     assert base["score"] < skills["score"]
     assert skills["days"][0]["skills_learned"] and skills["days_complete"] == 2
+    day01 = json.loads((tmp_path / "skills" / "days" / "day01" / "day.json").read_text())
+    assert [g["reason"].split(":")[0] for g in day01["generations"]] == ["feedback", "feedback"]
+    added = sorted(n for g in day01["generations"] for n in g["added"])
+    assert skills["days"][0]["skills_learned"] == added
     # baseline: nothing injected in any request; skills: the lesson is in day02's prompt
     agent_reqs = [r.json for r in server.chat_requests() if "tools" in r.json]
     taught = [r for r in agent_reqs if TIME_FEEDBACK in r["messages"][0]["content"]]
