@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from metaclaw_core.bench.workspace import ActionLog, Workspace
+from metaclaw_core.service.openai_format import content_text
 
 BOOTSTRAP_FILES = ("AGENTS.md", "SOUL.md", "IDENTITY.md", "USER.md", "TOOLS.md")
 SYSTEM_HEAD = (
@@ -209,7 +210,7 @@ class LangChainAgent:
         except Exception as exc:  # the model server, a tool, the framework: the round goes on
             error = f"{type(exc).__name__}: {exc}"[:500]
         answers = [m for m in messages if isinstance(m, AIMessage)]
-        answer = _text(answers[-1].content) if answers else ""
+        answer = content_text(answers[-1].content) if answers else ""
         return AgentResult(
             answer=answer,
             transcript=[_message_json(m) for m in messages],
@@ -220,16 +221,8 @@ class LangChainAgent:
         )
 
 
-def _text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(p.get("text", "") if isinstance(p, dict) else str(p) for p in content)
-    return str(content)
-
-
 def _message_json(m: Any) -> dict[str, Any]:
-    out: dict[str, Any] = {"role": m.type, "content": _text(m.content)}
+    out: dict[str, Any] = {"role": m.type, "content": content_text(m.content)}
     calls = getattr(m, "tool_calls", None)
     if calls:
         out["tool_calls"] = [{"name": c["name"], "args": c["args"]} for c in calls]
