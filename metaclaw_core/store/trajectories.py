@@ -47,6 +47,11 @@ class TrajectoryStore:
     def __init__(self, store: Store, default_dim: Callable[[], int]) -> None:
         self.store = store
         self._default_dim = default_dim
+        # The table's schema, read once: each read is a round trip through LanceDB's event
+        # loop thread, Python work that a host thread may wait on for the GIL. Dropped when an
+        # append fails (another process may have migrated the table); the records stay in the
+        # journal and their replay reads it again.
+        self._schema: pa.Schema | None = None
 
     def _table(self, create: bool, dim_hint: int | None = None) -> Any:
         if self.store.has_table(TRAJECTORIES):
@@ -67,7 +72,17 @@ class TrajectoryStore:
             return
         hint = next((len(e.vector) for e in items if e.vector is not None), None)
         table = self._table(create=True, dim_hint=hint)
-        dim = self.store.vector_dim(TRAJECTORIES) or 0
+        schema = self._schema or table.schema
+        try:
+            table.add(self._arrow(items, schema))
+        except Exception:
+            self._schema = None  # maybe stale: the replay of these records reads it again
+            raise
+        self._schema = schema
+
+    @staticmethod
+    def _arrow(items: Sequence[EncodedTrajectory], schema: pa.Schema) -> pa.Table:
+        dim = int(schema.field("vector").type.list_size)
         ts = [e.trajectory for e in items]
         has_vec = [e.vector is not None and len(e.vector) == dim for e in items]
         flat = np.zeros((len(items), dim), dtype=np.float32)
@@ -79,7 +94,6 @@ class TrajectoryStore:
             dim,
             mask=pa.array([not h for h in has_vec]),
         )
-        schema = table.schema
         columns = {
             "id": [t.id for t in ts],
             "created_at": [t.created_at for t in ts],
@@ -104,7 +118,7 @@ class TrajectoryStore:
             else pa.array(columns.get(f.name, [None] * len(items)), type=f.type)
             for f in schema
         ]
-        table.add(pa.Table.from_arrays(arrays, schema=schema))
+        return pa.Table.from_arrays(arrays, schema=schema)
 
     def write_rewards(self, rewards: Sequence[Reward]) -> None:
         if not rewards:

@@ -53,3 +53,26 @@ def test_a_full_batch_or_a_flush_wakes_the_writer_before_the_interval(
     t0 = time.monotonic()
     assert engine.flush(30)
     assert time.monotonic() - t0 < 30 and engine.writer.stats["stored"] == 11
+
+
+def test_a_table_migrated_by_another_process_loses_no_capture(
+    make_engine: Any, tmp_path: Path
+) -> None:
+    """The writer reads the table's schema once; after another process adds a column, the
+    next commits still land (directly, or replayed from the journal with the schema re-read)."""
+    import pyarrow as pa
+
+    from metaclaw_core.store.db import TRAJECTORIES, Store
+
+    settings = make_settings(tmp_path / "h", store__retry_interval_s=0.05)
+    engine = make_engine(settings)
+    first = [engine.after_call(ctx(i), "out") for i in range(3)]
+    assert engine.flush(30)
+    other = Store(make_settings(tmp_path / "h"))  # a second process's view of the same store
+    other.table(TRAJECTORIES).add_columns(pa.schema([pa.field("added_later", pa.string())]))
+    later = [engine.after_call(ctx(i), "out") for i in range(3, 6)]
+    assert engine.flush(60)
+    engine.store.refresh(TRAJECTORIES)
+    stored = {t.id for t in engine.trajectories.recent(20)}
+    assert stored == set(first + later)
+    assert "added_later" in engine.store.table(TRAJECTORIES).schema.names
