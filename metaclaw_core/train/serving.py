@@ -20,6 +20,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from metaclaw_core.models import new_id
+from metaclaw_core.service.openai_format import content_text
 from metaclaw_core.train.backend import SamplingParams
 from metaclaw_core.train.policy import PolicyCompletion, PolicyNotReadyError, PolicyServer
 from metaclaw_core.train.tokenize import ChatMessage
@@ -36,18 +37,6 @@ def _error(status: int, message: str, code: str) -> JSONResponse:
     )
 
 
-def _text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(
-            str(p.get("text", ""))
-            for p in content
-            if isinstance(p, dict) and p.get("type") == "text"
-        )
-    return "" if content is None else str(content)
-
-
 def chat_request_messages(body: dict[str, Any]) -> list[ChatMessage]:
     messages = body.get("messages")
     if not isinstance(messages, list) or not messages:
@@ -58,7 +47,7 @@ def chat_request_messages(body: dict[str, Any]) -> list[ChatMessage]:
             raise ValueError("each message needs a 'role'")
         role = m["role"]
         role = "system" if role == "developer" else role
-        text = _text(m.get("content"))
+        text = content_text(m.get("content"))
         if role == "tool":
             role, text = "user", f"<tool_result>{text}</tool_result>"
         out.append({"role": role, "content": text})
