@@ -44,6 +44,7 @@ class AgentResult:
     error: str | None = None
     model_calls: int = 0
     seconds: float = 0.0
+    agent: dict[str, Any] = field(default_factory=dict)  # what the agent was (OpenClaw: tools…)
 
 
 def system_prompt(workspace: Path, files: tuple[str, ...] = BOOTSTRAP_FILES) -> str:

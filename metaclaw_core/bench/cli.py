@@ -14,6 +14,7 @@ import typer
 from metaclaw_core.cli_support import Guard, JsonOpt, fail, print_json
 from metaclaw_core.config import Settings
 
+AGENTS = ("langchain", "openclaw")
 bench_app = typer.Typer(no_args_is_help=True, help="MetaClaw-Bench: does the learning help?")
 models_app = typer.Typer(no_args_is_help=True, help="Local models for offline benchmark runs.")
 
@@ -27,6 +28,15 @@ def register(app: typer.Typer) -> None:
 def run(
     suite_dir: Annotated[Path, typer.Argument(help="The suite (e.g. metaclaw-bench-small).")],
     mode: Annotated[str, typer.Option(help="baseline, skills or full.")] = "skills",
+    agent: Annotated[
+        str,
+        typer.Option(
+            help="What answers the rounds: 'langchain' (create_agent with workspace file tools) "
+            "or 'openclaw' (a real headless OpenClaw turn per round, file tools confined to the "
+            "workspace, the MetaClaw plugin in skills/full; install it first with "
+            "`bash scripts/setup-openclaw.sh`)."
+        ),
+    ] = "langchain",
     model: Annotated[str, typer.Option(help="Model name sent to the endpoint.")] = (
         "qwen2.5-coder-1.5b"
     ),
@@ -37,7 +47,10 @@ def run(
         str, typer.Option(help="Environment variable holding the endpoint's API key.")
     ] = "OPENAI_API_KEY",
     out: Annotated[
-        Path | None, typer.Option(help="Run folder (default: bench-runs/<suite>-<mode>).")
+        Path | None,
+        typer.Option(
+            help="Run folder (default: bench-runs/<suite>-<mode>, plus -openclaw for OpenClaw)."
+        ),
     ] = None,
     learn: Annotated[
         str,
@@ -57,7 +70,16 @@ def run(
     check_timeout: Annotated[float, typer.Option(help="Seconds a file check may run.")] = 30.0,
     max_steps: Annotated[int, typer.Option(help="Agent steps (model calls) per round.")] = 8,
     max_tokens: Annotated[int, typer.Option(help="Tokens per model reply.")] = 768,
-    timeout: Annotated[float, typer.Option(help="Seconds per model request.")] = 600.0,
+    timeout: Annotated[
+        float, typer.Option(help="Seconds per model request (--agent openclaw: per turn).")
+    ] = 600.0,
+    context_window: Annotated[
+        int,
+        typer.Option(
+            help="--agent openclaw: the model's context window in tokens, as told to OpenClaw "
+            "(its prompt needs at least 16384; the `models serve` default of 8192 is too small)."
+        ),
+    ] = 32768,
     train_steps: Annotated[int, typer.Option(help="full mode: GRPO steps after each day.")] = 4,
     as_json: JsonOpt = False,
 ) -> None:
@@ -66,14 +88,36 @@ def run(
 
     from metaclaw_core.bench.agent import ModelConfig
     from metaclaw_core.bench.report import write_report
-    from metaclaw_core.bench.runner import LEARN, MODES, BenchRun, RoundResult, RunConfig
+    from metaclaw_core.bench.runner import (
+        LEARN,
+        MODES,
+        AgentFactory,
+        BenchRun,
+        RoundResult,
+        RunConfig,
+        default_agent,
+    )
     from metaclaw_core.bench.suite import load_suite
 
     with Guard():
         if mode not in MODES:
             fail(f"--mode must be one of {', '.join(MODES)}, not {mode!r}")
+        if agent not in AGENTS:
+            fail(f"--agent must be one of {', '.join(AGENTS)}, not {agent!r}")
+        install = None
+        if agent == "openclaw":
+            from metaclaw_core.bench.openclaw_agent import MIN_CONTEXT_WINDOW, find_openclaw
+
+            install = find_openclaw()  # before anything starts: a clear error naming the setup
+            if context_window < MIN_CONTEXT_WINDOW:
+                fail(
+                    f"--context-window {context_window} is too small for OpenClaw (its system "
+                    f"prompt and tools alone take several thousand tokens, and it keeps a reserve "
+                    f"for the answer): serve the model with at least {MIN_CONTEXT_WINDOW}"
+                )
         suite = load_suite(suite_dir)
-        run_dir = out or Path("bench-runs") / f"{suite.root.name}-{mode}"
+        suffix = "" if agent == "langchain" else f"-{agent}"
+        run_dir = out or Path("bench-runs") / f"{suite.root.name}-{mode}{suffix}"
         if learn not in LEARN:
             fail(f"--learn must be one of {', '.join(LEARN)}, not {learn!r}")
         config = RunConfig(
@@ -92,8 +136,14 @@ def run(
             evolver_model=evolver_model,
             train_steps_per_day=train_steps,
             days=tuple(d.strip() for d in days.split(",") if d.strip()) if days else (),
+            agent=agent,
         )
-        bench = BenchRun(suite, run_dir, config)
+        factory: AgentFactory = default_agent
+        if agent == "openclaw":
+            from metaclaw_core.bench.openclaw_agent import openclaw_factory
+
+            factory = openclaw_factory(run_dir, install=install, context_window=context_window)
+        bench = BenchRun(suite, run_dir, config, agent_factory=factory)
         with Progress(
             "[progress.description]{task.description}",
             BarColumn(),

@@ -91,6 +91,7 @@ class RunConfig:
     evolver_model: str | None = None
     train_steps_per_day: int = 4  # full mode
     days: tuple[str, ...] = ()  # empty: all
+    agent: str = "langchain"  # what answers the rounds (recorded; a resume must match)
 
     def to_json(self) -> dict[str, Any]:
         out = asdict(self)
@@ -120,6 +121,7 @@ class RoundResult:
     injected: list[str] = field(default_factory=list)
     model_calls: int = 0
     seconds: float = 0.0
+    agent: dict[str, Any] = field(default_factory=dict)
 
 
 def _write_json(path: Path, data: Any) -> None:
@@ -176,6 +178,7 @@ class BenchRun:
         self.engine: Any = None
         self.slow: Any = None  # full mode: the slow loop whose policy answers the agent
         self.policy_server: Any = None
+        self.agent: Any = None
         self._failed_today: list[str] = []
 
     # -- bookkeeping ----------------------------------------------------------------------
@@ -216,9 +219,14 @@ class BenchRun:
             )
             return
         have = _read_json(manifest)
-        diff = [k for k, v in want.items() if have.get(k) != v]
+        diff = [
+            f"{k}: {have.get(k)!r} there, {v!r} now" for k, v in want.items() if have.get(k) != v
+        ]
+        agent = (have.get("config") or {}).get("agent", "langchain")  # older runs: langchain
+        if agent != self.config.agent:
+            diff.append(f"agent: {agent!r} there, {self.config.agent!r} now")
         if diff:
-            details = "; ".join(f"{k}: {have.get(k)!r} there, {want[k]!r} now" for k in diff)
+            details = "; ".join(diff)
             raise BenchError(
                 f"{self.run_dir} holds a different run ({details}); "
                 "use another --out folder to start a new run"
@@ -269,6 +277,10 @@ class BenchRun:
         )
 
     def _close(self) -> None:
+        close = getattr(self.agent, "close", None)
+        self.agent = None
+        if close is not None:
+            close()
         if self.policy_server is not None:
             self.policy_server.stop()
             self.policy_server = None
@@ -296,7 +308,7 @@ class BenchRun:
                 self.engine = self._open_engine()
             if self.config.mode == "full":
                 model = self._serve_policy()
-            agent = self.agent_factory(model, self.engine)
+            agent = self.agent = self.agent_factory(model, self.engine)
             for day in self.days:
                 if self.is_done(day):
                     continue
@@ -418,6 +430,7 @@ class BenchRun:
             injected=injected,
             model_calls=res.model_calls,
             seconds=res.seconds,
+            agent=res.agent,
         )
 
     def _score(self, rnd: Round, res: AgentResult, actions: ActionLog, workspace: Path) -> Score:
