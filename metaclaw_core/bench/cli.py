@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -285,4 +284,7 @@ def serve(
         sys.stderr.write(f"serving {path} at http://127.0.0.1:{port}/v1\n")
         if shutil.which(sys.executable) is None:
             fail(f"cannot run {sys.executable}")
-        raise typer.Exit(subprocess.call(cmd))
+        sys.stderr.flush()
+        # Become the server (no child): a signal to this process stops the server itself,
+        # instead of leaving an orphan that keeps the port and its threads.
+        os.execv(sys.executable, cmd)

@@ -151,3 +151,44 @@ def test_bench_run_and_report_from_the_command_line(tmp_path: Path) -> None:
     )
     bad = _metaclaw("bench", "run", str(suite), "--mode", "turbo", env=env)
     assert bad.returncode == 1 and "--mode must be one of baseline, skills, full" in bad.stderr
+
+
+def test_models_serve_becomes_the_server_so_a_signal_leaves_no_orphan(tmp_path: Path) -> None:
+    """`metaclaw models serve` replaces itself with the llama.cpp server process: stopping it
+    (SIGTERM, as a shell's kill or a supervisor does) stops the server, not only a parent.
+    A stand-in `llama_cpp.server` module on PYTHONPATH plays the server."""
+    import signal
+
+    fake = tmp_path / "fake" / "llama_cpp"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text("")
+    (fake / "server.py").write_text(
+        "import os, sys, time\n"
+        "print(f'serving pid={os.getpid()} argv={sys.argv[1:]}', flush=True)\n"
+        "time.sleep(120)\n"
+    )
+    home = tmp_path / "home"
+    gguf = models.model_path(models.resolve("qwen2.5-coder-0.5b"), home)
+    gguf.parent.mkdir(parents=True)
+    gguf.write_bytes(b"GGUF")  # serve checks the file is there; the stand-in never reads it
+    env = {k: v for k, v in os.environ.items() if not k.startswith("METACLAW_")}
+    env.update(METACLAW_HOME=str(home), PYTHONPATH=str(fake.parent), HF_HUB_OFFLINE="1")
+    cmd = [str(Path(sys.executable).with_name("metaclaw")), "models", "serve"]
+    proc = subprocess.Popen(
+        [*cmd, "qwen2.5-coder-0.5b", "--port", "8199", "--threads", "1"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        assert f"serving pid={proc.pid} " in line  # the same process: no child to orphan
+        assert "'--host', '127.0.0.1'" in line and "'--port', '8199'" in line
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=30) == -signal.SIGTERM
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
