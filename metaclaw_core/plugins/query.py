@@ -23,6 +23,10 @@ _FENCE = re.compile(r"```[a-zA-Z0-9_-]*\n(.*?)```", re.DOTALL)
 _MAX_FENCE_CHARS = 400
 # Messages a host adds after the user's own words (not the task): skip them.
 _HOST_CONTEXT_PREFIXES = ("<<<BEGIN_OPENCLAW_INTERNAL_CONTEXT>>>",)
+# A host's own prompt to go on after a retried model error or changed tools/permissions
+# (OpenClaw 2026.9: "Continue the current task from the existing transcript, …"): the task
+# is the user message before it.
+_CONTINUATION_PREFIXES = ("Continue the current task",)
 
 
 def _trim_fence(m: re.Match[str]) -> str:
@@ -43,13 +47,14 @@ def clean_task_text(text: str, max_chars: int) -> str:
 @hookimpl(trylast=True)
 def metaclaw_extract_query(ctx: CallContext, settings: Settings) -> str:
     limit = settings.retrieval.max_query_chars
-    if ctx.task:
-        return clean_task_text(ctx.task, limit)
+    task = clean_task_text(ctx.task, limit) if ctx.task else ""
+    if task and not task.startswith(_CONTINUATION_PREFIXES):
+        return task
     for msg in reversed(ctx.messages):
         if msg.role == "user":
             if msg.content.lstrip().startswith(_HOST_CONTEXT_PREFIXES):
                 continue
             text = clean_task_text(msg.content, limit)
-            if text:
+            if text and not text.startswith(_CONTINUATION_PREFIXES):
                 return text
-    return ""
+    return task  # only a continue prompt: better than nothing

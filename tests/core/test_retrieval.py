@@ -125,6 +125,32 @@ def test_query_skips_a_host_context_message_after_the_users_words() -> None:
     assert metaclaw_extract_query(ctx=c, settings=Settings()) == "Delete the temp files in build/"
 
 
+def test_query_skips_a_hosts_continue_prompt_after_a_retried_error() -> None:
+    from metaclaw_core.config import Settings
+    from metaclaw_core.plugins.query import metaclaw_extract_query
+
+    resume = (
+        "[Mon 2026-11-30 10:55 UTC] Continue the current task from the existing transcript, "
+        "preserving completed work. Do not restart the task or repeat completed actions."
+    )
+    c = CallContext(
+        messages=[
+            Message(role="user", content="Rename the report to the P2 convention"),
+            Message(role="assistant", content=""),
+            Message(role="user", content=resume),
+        ]
+    )
+    assert metaclaw_extract_query(ctx=c, settings=Settings()) == (
+        "Rename the report to the P2 convention"
+    )
+    as_task = CallContext(task=resume, messages=c.messages[:1])  # how the OpenClaw plugin asks
+    assert metaclaw_extract_query(ctx=as_task, settings=Settings()) == (
+        "Rename the report to the P2 convention"
+    )
+    alone = CallContext(task=resume)
+    assert metaclaw_extract_query(ctx=alone, settings=Settings()).startswith("Continue the")
+
+
 def _clustered(n: int, dim: int, seed: int) -> np.ndarray:
     """Unit vectors in a few tight clusters: many scores lie within float16 error of each
     other, so the candidate margin and the float32 re-scoring both matter."""
