@@ -12,7 +12,7 @@ so the buffer survives restarts and is shared by every process on the same store
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import Any
 
@@ -144,13 +144,14 @@ class QueryBuffer:
         consumed = self._consumed(g)
         return [r["id"] for r in self._candidates(g) if self._usable(r) and r["id"] not in consumed]
 
-    def take(self, n: int) -> list[Trajectory]:
-        """The ``n`` oldest unconsumed trajectories of the current generation, in full.
+    def take(self, n: int, *, skip: Collection[str] = ()) -> list[Trajectory]:
+        """The ``n`` oldest unconsumed trajectories of the current generation, in full,
+        leaving out the ids in ``skip``.
 
         Taking does not consume: :meth:`mark_consumed` does, once a step has used them, so a
         step that crashes leaves its prompts in the buffer.
         """
-        ids = self.query_ids()[:n]
+        ids = [i for i in self.query_ids() if i not in skip][:n]
         if not ids:
             return []
         table = self._trajectories()

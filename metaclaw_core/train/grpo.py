@@ -166,6 +166,10 @@ class GrpoTrainer:
         self._last_publish_step = -1
         self._started = False
         self._lock = threading.Lock()
+        # Prompts whose samples nothing could score, by generation: kept in the buffer (a
+        # scorer may come later, e.g. after a restart with the judge on) but not taken again
+        # by this trainer, so unscorable old prompts cannot block the newer ones for good.
+        self._unscored: tuple[int, set[str]] = (-1, set())
 
     # -- lifecycle -----------------------------------------------------------------------
     def resume(self) -> int:
@@ -242,7 +246,9 @@ class GrpoTrainer:
         started = time.perf_counter()
         s = self.settings
         generation = self.buffer.generation()
-        batch = self.buffer.take(s.prompts_per_step)
+        if self._unscored[0] != generation:
+            self._unscored = (generation, set())
+        batch = self.buffer.take(s.prompts_per_step, skip=self._unscored[1])
         report = StepReport(step=self.step_count, status="empty", generation=generation)
         if not batch:
             return report
@@ -252,7 +258,9 @@ class GrpoTrainer:
         if report.rewards:
             report.mean_reward = sum(report.rewards) / len(report.rewards)
         if groups and not report.rewards:
-            # Nothing could score these samples: keep the prompts for when something can.
+            # Nothing could score these samples: keep the prompts for when something can,
+            # and take the next ones on the following step.
+            self._unscored[1].update(t.id for t in batch)
             report.status = "unscored"
             report.seconds = time.perf_counter() - started
             log.warning(

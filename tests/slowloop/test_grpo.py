@@ -106,6 +106,29 @@ def test_no_reward_source_keeps_the_prompts(make_engine: Any, settings: Any) -> 
     assert trainer.buffer.sizes().query == 1
 
 
+def test_unscorable_old_prompts_do_not_block_newer_ones(make_engine: Any, settings: Any) -> None:
+    """A verifiable check scores some prompts only (the bench's scores multiple-choice answers,
+    not tool-call steps): the two oldest come back unscored, stay in the buffer, and the next
+    step takes the newer prompt instead of the same two again."""
+    engine = make_engine(settings)
+    capture_calls(engine, ["a tool step", "a file round", "1 question"])
+
+    def only_questions(prompt: Trajectory, text: str) -> float | None:
+        users = [m.content for m in prompt.messages if m.role == "user"]
+        return answer_index_reward(prompt, text) if "question" in users[-1] else None
+
+    backend = FakeBackend()
+    trainer = _trainer(engine, backend, reward=only_questions)
+    first = trainer.step()
+    assert first.status == "unscored" and first.prompts == 2
+    second = trainer.step()
+    assert second.status == "trained" and second.prompts == 1
+    assert trainer.step().status == "empty"  # nothing new: the unscored two are not retried
+    assert trainer.buffer.sizes().query == 2  # ... but kept for a scorer that may come later
+    fresh = _trainer(engine, FakeBackend(), reward=only_questions)  # e.g. after a restart
+    assert fresh.step().prompts == 2
+
+
 def test_rewards_come_from_the_score_hook(make_engine: Any, settings: Any) -> None:
     class Judge:
         def __init__(self) -> None:
