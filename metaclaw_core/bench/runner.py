@@ -502,19 +502,21 @@ class BenchRun:
         trainer = self.slow.trainer
         before = self.slow.policy.current().label
         steps: list[dict[str, Any]] = []
+        error = None
         try:
             for _ in range(self.config.train_steps_per_day):
                 report = trainer.step()
                 steps.append({k: v for k, v in asdict(report).items() if k != "rewards"})
             trainer.checkpoint()
         except Exception as exc:  # a failing step: recorded, the run goes on
-            return {"error": f"{type(exc).__name__}: {exc}", "steps": steps, "weights": before}
-        return {
+            error = f"{type(exc).__name__}: {exc}"
+        out: dict[str, Any] = {
             "backend": self.slow.backend.name,
             "steps": steps,
             "weights_before": before,
             "weights_after": self.slow.policy.current().label,
         }
+        return out if error is None else {**out, "error": error}
 
 
 def _progress_of(

@@ -100,3 +100,41 @@ def test_full_mode_trains_between_days_and_serves_the_new_weights(
     }
     assert rounds["r2"]["answer"] == "\\bbox{B}"  # the policy's answer reached the agent
     assert rounds["r2"]["score"] == 0.0
+
+
+class BrokenTraining(BboxBackend):
+    def forward_backward(self, data: Any, loss_fn: str) -> Any:
+        raise RuntimeError("training service unavailable")
+
+
+def test_a_failing_training_step_is_recorded_and_the_run_goes_on(
+    tmp_path: Path, minilm: Any
+) -> None:
+    backend = BrokenTraining()
+
+    def make_engine(settings: Settings) -> MetaClaw:
+        settings.load_entrypoints = False
+        settings.store.flush_interval_s = 0.02
+        settings.train.group_size = 4
+        settings.train.prompts_per_step = 4
+        return MetaClaw(settings, plugins=[SharedEmbedder(minilm), Backend(backend)])
+
+    suite = load_suite(write_suite(tmp_path / "suite"))
+    with ScriptedOpenAI(default=Reply("no skills today")) as evolver:
+        config = RunConfig(
+            mode="full",
+            model=ModelConfig(model="unused", base_url="http://127.0.0.1:9/v1", timeout_s=30),
+            learn="evolver",
+            evolver_base_url=evolver.base_url,
+            train_steps_per_day=2,
+        )
+        summary = BenchRun(suite, tmp_path / "run", config, engine_factory=make_engine).run()
+    assert summary["days_complete"] == 2  # the run went on
+    for day in ("day01", "day02"):
+        training = json.loads((tmp_path / "run" / "days" / day / "day.json").read_text())[
+            "training"
+        ]
+        assert training["error"] == "RuntimeError: training service unavailable"
+        # the same keys as a day that trained: the weights did not change
+        assert training["weights_before"] == training["weights_after"] == "sampler-base"
+        assert training["backend"] == backend.name
