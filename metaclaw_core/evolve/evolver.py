@@ -131,6 +131,15 @@ _STOPWORDS = frozenset(
         "will",
         "would",
         "could",
+        # a grader's verdict words ("Not quite. B …", "Incorrect: …") say nothing of the rule
+        "quite",
+        "correct",
+        "incorrect",
+        "wrong",
+        "partially",
+        "almost",
+        "yes",
+        "no",
     ]
 )
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
@@ -209,7 +218,8 @@ def slugify(text: str, max_chars: int = 48, *, drop_stopwords: bool = False) -> 
     """A skill-name slug from free text (lowercase words joined by '-')."""
     words = re.findall(r"[a-z0-9]+", text.lower())
     if drop_stopwords:
-        words = [w for w in words if w not in _STOPWORDS] or words
+        # single letters too ("B" of a multiple-choice option, "s" of "it's")
+        words = [w for w in words if w not in _STOPWORDS and len(w) > 1] or words
     out = ""
     for w in words:
         nxt = f"{out}-{w}" if out else w

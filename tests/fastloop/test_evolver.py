@@ -204,3 +204,13 @@ def test_a_correction_becomes_a_skill_without_any_llm(make_engine: Any, tmp_path
     assert "timestamps-iso-8601-08-00" in inj.skill_names and inj.generation == engine.generation
     # Used once: asking again makes nothing new.
     assert SkillEvolver(engine).from_corrections().candidates == []
+
+
+def test_a_graders_verdict_words_do_not_name_the_skill(make_engine: Any, tmp_path: Path) -> None:
+    engine = make_engine(fastloop_settings(tmp_path / "h", None))
+    tid = fail_call(engine, "Convert the timestamp to CST", "2026-03-18", reward=None)
+    detail = "Not quite. B (Unix timestamp 1742265154 is UTC): add 8 hours for CST."
+    engine.feedback(tid, -1.0, source="correction", detail=detail)
+    assert engine.flush(10) and engine.fastloop.wait_idle(10)
+    [skill] = [s for s in engine.library.live() if s.source == "feedback"]
+    assert skill.name == "unix-timestamp-1742265154-utc-add-hours"  # not "quite-b-unix-…"
