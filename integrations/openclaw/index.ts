@@ -79,6 +79,25 @@ function partsText(content: unknown): string {
   return cap(texts.join("\n"));
 }
 
+// OpenClaw's own prompt to go on after a retried model error or changed tools/permissions
+// ("Continue the current task from the existing transcript, …"), after its time stamp.
+const CONTINUE_PROMPT = /^\s*(?:\[[^\]\n]*\]\s*)?Continue the current task\b/;
+
+/** The task a turn is about: its user message, or the user's last own message when OpenClaw
+ * sent its continue prompt instead (retrieving for "continue the task" finds nothing useful). */
+export function taskOf(current: string, history: unknown[] | undefined): string {
+  if (!CONTINUE_PROMPT.test(current) || !Array.isArray(history)) return current;
+  for (let i = history.length - 1; i >= 0; i--) {
+    const m = history[i] as Json | null;
+    if (!m || typeof m !== "object" || m.role !== "user") continue;
+    const text = partsText(m.content);
+    if (text.trim() && !CONTINUE_PROMPT.test(text) && !text.startsWith("<<<BEGIN_OPENCLAW_INTERNAL_CONTEXT>>>")) {
+      return text;
+    }
+  }
+  return current;
+}
+
 function toolCalls(content: unknown): ServiceMessage["tool_calls"] {
   if (!Array.isArray(content)) return [];
   const calls: NonNullable<ServiceMessage["tool_calls"]> = [];
@@ -251,11 +270,12 @@ export function registerMetaClaw(api: any): void {
 
   api.on(
     "before_prompt_build",
-    async (event: { prompt?: string; currentUserMessage?: string }, ctx: HookCtx) => {
+    async (event: { prompt?: string; currentUserMessage?: string; messages?: unknown[] }, ctx: HookCtx) => {
       if (!config.enabled) return undefined;
       // An explicit "" means the turn has no textual request: nothing to retrieve for.
-      const task = event.currentUserMessage ?? event.prompt ?? "";
-      if (!task.trim()) return undefined;
+      const current = event.currentUserMessage ?? event.prompt ?? "";
+      if (!current.trim()) return undefined;
+      const task = taskOf(current, event.messages);
       try {
         const res = await client.request(
           "POST",

@@ -6,7 +6,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from "node:net";
 import { after, before, beforeEach, test } from "node:test";
 
-import plugin, { metaclawCommand, MetaClawClient, readConfig, registerMetaClaw, turnCapture } from "../index.ts";
+import plugin, { metaclawCommand, MetaClawClient, readConfig, registerMetaClaw, taskOf, turnCapture } from "../index.ts";
 
 type Seen = { method: string; url: string; headers: Record<string, unknown>; body: any };
 type Handler = (req: Seen) => { status?: number; body?: unknown; delayMs?: number };
@@ -202,4 +202,22 @@ test("huge contents and errors are cut before they are sent", async () => {
 test("turnCapture without a final answer keeps every message", () => {
   const t = turnCapture([{ role: "user", content: "only a question" }]);
   assert.deepEqual(t, { messages: [{ role: "user", content: "only a question" }] });
+});
+
+test("a continue prompt after a retried error retrieves for the user's own last message", async () => {
+  const resume = "[Mon 2026-11-30 10:55 UTC] Continue the current task from the existing transcript, preserving completed work.";
+  const history = [
+    { role: "user", content: [{ type: "text", text: "Rename the report to the P2 convention" }] },
+    { role: "assistant", content: [{ type: "text", text: "" }] },
+    { role: "user", content: "<<<BEGIN_OPENCLAW_INTERNAL_CONTEXT>>>\nstate" },
+  ];
+  assert.equal(taskOf(resume, history), "Rename the report to the P2 convention");
+  assert.equal(taskOf(resume, []), resume); // nothing better to use
+  assert.equal(taskOf("Continue with the sequel", history), "Continue with the sequel"); // a user's own words
+
+  const { api, hook } = fakeApi({ serviceUrl: url });
+  registerMetaClaw(api);
+  respond = () => ({ body: { call_id: "c-2", text: "" } });
+  await hook("before_prompt_build")({ prompt: resume, currentUserMessage: resume, messages: history }, CTX);
+  assert.equal(seen[0].body.task, "Rename the report to the P2 convention");
 });
