@@ -166,6 +166,21 @@ class LLMClient:
                 openai.InternalServerError,
                 openai.APIConnectionError,  # includes APITimeoutError
             ) as exc:
+                if (
+                    mode != "off"
+                    and isinstance(exc, openai.InternalServerError)
+                    and "response_format" in str(exc)
+                ):
+                    # llama-cpp-python's server answers an unknown response_format with a 500
+                    # naming it (a validation error), not a 400: the same refusal.
+                    log.info(
+                        "metaclaw: %s refused response_format %s (HTTP 500); falling back",
+                        self.role,
+                        mode,
+                    )
+                    self._structured = _FALLBACK[mode]  # type: ignore[assignment]
+                    attempt -= 1
+                    continue
                 wait = _retry_after(exc, delay, s.backoff_max_s)
                 late = deadline is not None and time.monotonic() + wait >= deadline
                 if attempt > s.max_retries or late:

@@ -85,6 +85,40 @@ def test_falls_back_when_the_server_refuses_response_format(llm: ScriptedOpenAI)
     assert "response_format" not in llm.chat_requests()[-1].json  # remembered
 
 
+def test_falls_back_when_llama_cpp_refuses_json_schema_with_a_500(llm: ScriptedOpenAI) -> None:
+    """llama-cpp-python's server (0.3.x) takes json_object but not json_schema, and says so
+    with an HTTP 500 carrying its validation error (seen with `metaclaw models serve`)."""
+
+    def llama_cpp(req: RecordedRequest) -> Reply:
+        if req.json.get("response_format", {}).get("type") == "json_schema":
+            detail = (
+                "1 validation error:\n  {'type': 'literal_error', 'loc': ('body', "
+                "'response_format', 'type'), 'msg': \"Input should be 'text' or 'json_object'\", "
+                "'input': 'json_schema'}"
+            )
+            return Reply(
+                status=500, error={"error": {"message": detail, "type": "internal_server_error"}}
+            )
+        return Reply('{"ok": true}')
+
+    llm.responder = llama_cpp
+    c = client(llm, max_retries=0)  # the fallback is not a retry
+    data, reply = c.chat_json([{"role": "user", "content": "hi"}], json_schema=SCHEMA)
+    assert data == {"ok": True} and reply.structured_output == "json_object"
+    kinds = [r.json.get("response_format", {}).get("type") for r in llm.chat_requests()]
+    assert kinds == ["json_schema", "json_object"]
+
+
+def test_a_500_without_response_format_in_it_is_retried_not_a_fallback(
+    llm: ScriptedOpenAI,
+) -> None:
+    llm.enqueue(error_reply(500, "the GPU fell over"))
+    llm.enqueue(Reply('{"ok": true}'))
+    c = client(llm, max_retries=2, backoff_s=0.01)
+    data, reply = c.chat_json([{"role": "user", "content": "hi"}], json_schema=SCHEMA)
+    assert data == {"ok": True} and reply.structured_output == "json_schema"
+
+
 def test_non_json_reply_is_a_reply_error(llm: ScriptedOpenAI) -> None:
     llm.enqueue(Reply("I would rather not."))
     with pytest.raises(LLMReplyError, match="did not answer with JSON"):
