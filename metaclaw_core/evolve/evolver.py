@@ -30,7 +30,15 @@ from metaclaw_core.llm import (
     LLMReplyError,
     not_configured_message,
 )
-from metaclaw_core.models import Generation, Reward, Skill, Trajectory, new_id, utcnow
+from metaclaw_core.models import (
+    Generation,
+    Reward,
+    ScoredSkill,
+    Skill,
+    Trajectory,
+    new_id,
+    utcnow,
+)
 from metaclaw_core.reward.transcript import clip, render_transcript, safe
 
 if TYPE_CHECKING:
@@ -235,6 +243,19 @@ def _sentences(text: str) -> list[str]:
 
 def _norm(sentence: str) -> str:
     return " ".join(re.findall(r"[a-z0-9]+", sentence.lower()))
+
+
+def same_description(skill: Skill, live: list[Skill]) -> list[ScoredSkill]:
+    """The live skill (another name) whose description says the same words, if any."""
+    words = _words(skill.description)
+    for other in live:
+        if other.name != skill.name and words and _words(other.description) == words:
+            return [ScoredSkill(skill=other, score=1.0)]
+    return []
+
+
+def _words(text: str) -> list[str]:
+    return re.findall(r"[a-z0-9]+", text.lower())
 
 
 def merge_bodies(existing: str, new: str, max_chars: int) -> str | None:
@@ -555,10 +576,23 @@ class SkillEvolver:
                 claimed[c.updates] = c
                 continue
             c.updates = None
-            # Near-duplicates of a live skill: merge into it, or drop.
+            if c.skill.name in live or c.skill.name in pending:
+                # A new skill under a taken name: a name of its own first, so that the
+                # near-duplicate check below compares it with the live skill of that name too
+                # (an evolver proposing the same skill again under the same name is a
+                # duplicate, not a second skill "-2").
+                base_name, n = c.skill.name, 2
+                while f"{base_name}-{n}" in live or f"{base_name}-{n}" in pending:
+                    n += 1
+                c.skill = c.skill.model_copy(
+                    update={"name": f"{base_name}-{n}"[: v.max_name_chars]}
+                )
+            # Near-duplicates of a live skill: merge into it, or drop. The same description
+            # as a live skill counts too, whatever the bodies' similarity: the description is
+            # what retrieval matches, so two skills with one description are one skill.
             near = ctx.closest(
                 c.skill, list(live.values()), k=1, min_similarity=v.duplicate_similarity
-            )
+            ) or same_description(c.skill, list(live.values()))
             if near:
                 target = near[0].skill.name
                 base = claimed[target].skill if target in claimed else live[target]
@@ -590,13 +624,6 @@ class SkillEvolver:
                 c.skill, c.updates, c.merged_into = new, target, target
                 claimed[target] = c
                 continue
-            if c.skill.name in live or c.skill.name in pending:
-                base_name, n = c.skill.name, 2
-                while f"{base_name}-{n}" in live or f"{base_name}-{n}" in pending:
-                    n += 1
-                c.skill = c.skill.model_copy(
-                    update={"name": f"{base_name}-{n}"[: v.max_name_chars]}
-                )
         # Near-duplicates inside the batch: the first one wins.
         fresh = [c for c in todo if c.verdict == "accepted" and c.updates is None]
         if len(fresh) > 1:

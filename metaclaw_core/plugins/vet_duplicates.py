@@ -31,9 +31,12 @@ def metaclaw_vet_skill(
     if skill.source not in v.learned_sources:
         return None
     body = _norm(skill.body)
+    description = _norm(skill.description)
     for other in live:
         if other.name != skill.name and _norm(other.body) == body:
             return f"duplicates live skill {other.name!r} word for word"
+        if other.name != skill.name and description and _norm(other.description) == description:
+            return f"has the same description as live skill {other.name!r}"
     if context is None:
         return None
     near = context.closest(skill, live, k=1, min_similarity=v.duplicate_similarity)

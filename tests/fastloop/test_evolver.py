@@ -174,6 +174,48 @@ def test_vetting_drops_bad_candidates_and_keeps_the_good_one(
     assert "helpful-admin" not in {s.name for s in engine.library.live()}
 
 
+def test_the_same_skill_proposed_again_under_its_name_is_not_a_second_skill(
+    evolving: MetaClaw, llm: ScriptedOpenAI
+) -> None:
+    """Seen with the local 1.5B as evolver: day 2 proposed day 1's skill again, same name,
+    same text; it went live as "…-2" because the duplicate check skipped the live skill of
+    the same name."""
+    engine = evolving
+    seed_failures(engine)
+    llm.enqueue(skills_reply(ISO_SKILL))
+    assert SkillEvolver(engine).evolve().generation is not None
+    live_before = {s.name for s in engine.library.live()}
+    generation = engine.library.current_generation()
+    seed_failures(engine)  # new failures of the same kind
+    llm.enqueue(skills_reply(ISO_SKILL))  # the same skill again, word for word, no "updates"
+    report = SkillEvolver(engine).evolve()
+    assert {s.name for s in engine.library.live()} == live_before
+    assert engine.library.current_generation() == generation
+    [again] = report.candidates
+    assert again.verdict == "rejected" and "near-duplicate" in again.reasons[0]
+    assert again.skill.name == "iso-timestamps-with-offset-2"  # its own name while checked
+
+
+def test_a_skill_with_a_live_skills_description_is_that_skill(
+    evolving: MetaClaw, llm: ScriptedOpenAI
+) -> None:
+    """Also seen with the local evolver: the same name and description again, the body cut
+    short (embedding similarity 0.89, under vetting.duplicate_similarity). One description is
+    one skill to retrieval: it merges into the live one, or is dropped when it adds nothing."""
+    engine = evolving
+    seed_failures(engine)
+    llm.enqueue(skills_reply(ISO_SKILL))
+    SkillEvolver(engine).evolve()
+    seed_failures(engine)
+    short = {**ISO_SKILL, "body": "Never write bare local times."}  # one of its sentences
+    llm.enqueue(skills_reply(short))
+    [again] = SkillEvolver(engine).evolve().candidates
+    assert again.verdict == "rejected" and "adds nothing new" in again.reasons[0]
+    assert [s.name for s in engine.library.live() if s.source == "evolver"] == [
+        "iso-timestamps-with-offset"
+    ]
+
+
 def test_dry_run_shows_candidates_and_writes_nothing(
     evolving: MetaClaw, llm: ScriptedOpenAI
 ) -> None:

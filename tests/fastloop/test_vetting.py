@@ -40,6 +40,14 @@ BAD = {
         ),
         "near-duplicate of live skill 'iso-timestamps'",
     ),
+    "same description": (
+        learned(
+            "archive-old-files",
+            "Move old files to the archive folder and keep a list of what moved.",
+            "Use when a task deletes files.",
+        ),
+        "has the same description as live skill 'confirm-before-deleting'",
+    ),
     "conflict": (
         learned(
             "fast-cleanup",
