@@ -67,7 +67,13 @@ def run(
         str | None, typer.Option(help="Only these days, comma-separated (e.g. day01,day02).")
     ] = None,
     check_timeout: Annotated[float, typer.Option(help="Seconds a file check may run.")] = 30.0,
-    max_steps: Annotated[int, typer.Option(help="Agent steps (model calls) per round.")] = 8,
+    max_steps: Annotated[
+        int,
+        typer.Option(
+            help="Agent steps (model calls) per round (langchain; OpenClaw has no such "
+            "limit: --timeout bounds its turn)."
+        ),
+    ] = 8,
     max_tokens: Annotated[int, typer.Option(help="Tokens per model reply.")] = 768,
     timeout: Annotated[
         float, typer.Option(help="Seconds per model request (--agent openclaw: per turn).")
