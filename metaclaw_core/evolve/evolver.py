@@ -245,12 +245,14 @@ def _norm(sentence: str) -> str:
     return " ".join(re.findall(r"[a-z0-9]+", sentence.lower()))
 
 
-def same_description(skill: Skill, live: list[Skill]) -> list[ScoredSkill]:
-    """The live skill (another name) whose description says the same words, if any."""
+def same_description(skill: Skill, live: list[Skill], ctx: VetContext) -> list[ScoredSkill]:
+    """The live skill (another name) whose description says the same words, if any, with
+    its similarity to ``skill``."""
     words = _words(skill.description)
     for other in live:
         if other.name != skill.name and words and _words(other.description) == words:
-            return [ScoredSkill(skill=other, score=1.0)]
+            score = float(ctx.vector(other) @ ctx.vector(skill))
+            return [ScoredSkill(skill=other, score=score)]
     return []
 
 
@@ -592,7 +594,10 @@ class SkillEvolver:
             # what retrieval matches, so two skills with one description are one skill.
             near = ctx.closest(
                 c.skill, list(live.values()), k=1, min_similarity=v.duplicate_similarity
-            ) or same_description(c.skill, list(live.values()))
+            )
+            kind = "near-duplicate of"
+            if not near:
+                near, kind = same_description(c.skill, list(live.values()), ctx), "same as"
             if near:
                 target = near[0].skill.name
                 base = claimed[target].skill if target in claimed else live[target]
@@ -607,8 +612,9 @@ class SkillEvolver:
                 if v.duplicates == "drop" or merged is None:
                     c.verdict = "rejected"
                     c.reasons.append(
-                        f"near-duplicate of live skill {target!r} (similarity "
-                        f"{near[0].score:.2f})" + ("" if merged else "; it adds nothing new")
+                        f"{kind} live skill {target!r} (similarity {near[0].score:.2f}"
+                        + (")" if kind == "near-duplicate of" else ", the same description)")
+                        + ("" if merged else "; it adds nothing new")
                     )
                     continue
                 new = base.model_copy(

@@ -211,6 +211,7 @@ def test_a_skill_with_a_live_skills_description_is_that_skill(
     llm.enqueue(skills_reply(short))
     [again] = SkillEvolver(engine).evolve().candidates
     assert again.verdict == "rejected" and "adds nothing new" in again.reasons[0]
+    assert "the same description" in again.reasons[0], again.reasons
     assert [s.name for s in engine.library.live() if s.source == "evolver"] == [
         "iso-timestamps-with-offset"
     ]
