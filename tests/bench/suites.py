@@ -1,10 +1,14 @@
-"""A tiny suite in the MetaClaw-Bench format, written to a temp dir by the tests."""
+"""A tiny suite in the MetaClaw-Bench format, written to a temp dir by the tests, and the
+engine factory the runs use."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 from typing import Any
+
+from metaclaw_core import MetaClaw
+from tests.support.engines import SharedEmbedder
 
 CHECK_ISO = """\
 import json, re, sys
@@ -84,3 +88,14 @@ def write_suite(root: Path, days: list[dict[str, Any]] | None = None) -> Path:
     index = {"name": "tiny", "test": [{"id": d["id"], "eval": d["id"]} for d in days]}
     (root / "all_tests.json").write_text(json.dumps(index, indent=1))
     return root
+
+
+def engine_factory(minilm: Any) -> Any:
+    """A run's engine: the session's MiniLM, no entry points, captures committed quickly."""
+
+    def make(settings: Any) -> MetaClaw:
+        settings.load_entrypoints = False
+        settings.store.flush_interval_s = 0.02
+        return MetaClaw(settings, plugins=[SharedEmbedder(minilm)])
+
+    return make

@@ -51,10 +51,8 @@ class Backend:
         return self.backend
 
 
-def test_full_mode_trains_between_days_and_serves_the_new_weights(
-    tmp_path: Path, minilm: Any
-) -> None:
-    backend = BboxBackend()
+def run_full(tmp_path: Path, minilm: Any, backend: BboxBackend) -> dict[str, Any]:
+    """The two-day suite in full mode, trained by ``backend``, 2 GRPO steps a day."""
 
     def make_engine(settings: Settings) -> MetaClaw:
         settings.load_entrypoints = False
@@ -73,7 +71,14 @@ def test_full_mode_trains_between_days_and_serves_the_new_weights(
             evolver_base_url=evolver.base_url,
             train_steps_per_day=2,
         )
-        summary = BenchRun(suite, tmp_path / "run", config, engine_factory=make_engine).run()
+        return BenchRun(suite, tmp_path / "run", config, engine_factory=make_engine).run()
+
+
+def test_full_mode_trains_between_days_and_serves_the_new_weights(
+    tmp_path: Path, minilm: Any
+) -> None:
+    backend = BboxBackend()
+    summary = run_full(tmp_path, minilm, backend)
     assert summary["days_complete"] == 2 and summary["rounds"] == 3
 
     day1 = json.loads((tmp_path / "run" / "days" / "day01" / "day.json").read_text())
@@ -111,24 +116,7 @@ def test_a_failing_training_step_is_recorded_and_the_run_goes_on(
     tmp_path: Path, minilm: Any
 ) -> None:
     backend = BrokenTraining()
-
-    def make_engine(settings: Settings) -> MetaClaw:
-        settings.load_entrypoints = False
-        settings.store.flush_interval_s = 0.02
-        settings.train.group_size = 4
-        settings.train.prompts_per_step = 4
-        return MetaClaw(settings, plugins=[SharedEmbedder(minilm), Backend(backend)])
-
-    suite = load_suite(write_suite(tmp_path / "suite"))
-    with ScriptedOpenAI(default=Reply("no skills today")) as evolver:
-        config = RunConfig(
-            mode="full",
-            model=ModelConfig(model="unused", base_url="http://127.0.0.1:9/v1", timeout_s=30),
-            learn="evolver",
-            evolver_base_url=evolver.base_url,
-            train_steps_per_day=2,
-        )
-        summary = BenchRun(suite, tmp_path / "run", config, engine_factory=make_engine).run()
+    summary = run_full(tmp_path, minilm, backend)
     assert summary["days_complete"] == 2  # the run went on
     for day in ("day01", "day02"):
         training = json.loads((tmp_path / "run" / "days" / day / "day.json").read_text())[

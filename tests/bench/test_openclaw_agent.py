@@ -19,7 +19,6 @@ from typing import Any
 
 import pytest
 
-from metaclaw_core import MetaClaw
 from metaclaw_core.bench.agent import ModelConfig
 from metaclaw_core.bench.openclaw_agent import (
     ALLOWED_TOOLS,
@@ -35,9 +34,8 @@ from metaclaw_core.bench.runner import BenchError, BenchRun, RoundResult, RunCon
 from metaclaw_core.bench.suite import load_suite
 from metaclaw_core.bench.workspace import ActionLog
 from metaclaw_core.service.openai_format import content_text
-from tests.bench.suites import TIME_FEEDBACK, day01, day02, write_suite
+from tests.bench.suites import TIME_FEEDBACK, day01, day02, engine_factory, write_suite
 from tests.openclaw import conftest as openclaw_conftest
-from tests.support.engines import SharedEmbedder
 from tests.support.scripted_openai import (
     RecordedRequest,
     Reply,
@@ -100,15 +98,6 @@ def model(req: RecordedRequest) -> Reply:
     return Reply("I don't know.")
 
 
-def _engine_factory(minilm: Any) -> Any:
-    def make(settings: Any) -> MetaClaw:
-        settings.load_entrypoints = False
-        settings.store.flush_interval_s = 0.02
-        return MetaClaw(settings, plugins=[SharedEmbedder(minilm)])
-
-    return make
-
-
 def _install(tools: OpenClawTools) -> OpenClawInstall:
     return OpenClawInstall(node_bin=tools.node_bin, openclaw=tools.openclaw)
 
@@ -141,7 +130,7 @@ def test_openclaw_answers_learns_through_the_plugin_and_survives_failing_turns(
             agent_factory=lambda config, engine: OpenClawAgent(
                 config, engine, run_dir, install=install
             ),
-            engine_factory=_engine_factory(minilm),
+            engine_factory=engine_factory(minilm),
         )
 
         def seen(r: RoundResult) -> None:  # the captures' queries, while the engine is open

@@ -15,7 +15,7 @@ from metaclaw_core.bench.agent import ModelConfig
 from metaclaw_core.bench.report import markdown
 from metaclaw_core.bench.runner import BenchError, BenchRun, RoundResult, RunConfig
 from metaclaw_core.bench.suite import load_suite
-from tests.bench.suites import TIME_FEEDBACK, day01, write_suite
+from tests.bench.suites import TIME_FEEDBACK, day01, engine_factory, write_suite
 from tests.support.engines import SharedEmbedder
 from tests.support.scripted_openai import RecordedRequest, Reply, ScriptedOpenAI, ToolCallReply
 
@@ -70,15 +70,6 @@ def _config(server: ScriptedOpenAI, mode: str, **kw: Any) -> RunConfig:
     )
 
 
-def _engine_factory(minilm: Any) -> Any:
-    def make(settings: Any) -> MetaClaw:
-        settings.load_entrypoints = False
-        settings.store.flush_interval_s = 0.02
-        return MetaClaw(settings, plugins=[SharedEmbedder(minilm)])
-
-    return make
-
-
 def _rounds(run_dir: Path) -> dict[str, dict[str, Any]]:
     out = {}
     for p in sorted((run_dir / "days").glob("*/r*.json")):
@@ -95,7 +86,7 @@ def test_skills_learn_from_feedback_and_beat_the_baseline(
         suite,
         tmp_path / "skills",
         _config(server, "skills"),
-        engine_factory=_engine_factory(minilm),
+        engine_factory=engine_factory(minilm),
     )
     skills = skills_run.run()
 
@@ -165,7 +156,7 @@ def test_a_crash_resumes_at_the_day_it_stopped(
         suite,
         run_dir,
         _config(server, "skills"),
-        engine_factory=_engine_factory(minilm),
+        engine_factory=engine_factory(minilm),
         on_round=crash_after_day02,
     )
     with pytest.raises(Crash):
@@ -180,7 +171,7 @@ def test_a_crash_resumes_at_the_day_it_stopped(
     )
 
     summary = BenchRun(
-        suite, run_dir, _config(server, "skills"), engine_factory=_engine_factory(minilm)
+        suite, run_dir, _config(server, "skills"), engine_factory=engine_factory(minilm)
     ).run()
     assert summary["days_complete"] == 2 and summary["rounds"] == 3
     again = sum(
@@ -232,7 +223,7 @@ def test_escapes_hanging_checks_and_a_broken_evolver_score_zero_and_go_on(
             learn="evolver",
             evolver_base_url=server.base_url,
         ),
-        engine_factory=_engine_factory(minilm),
+        engine_factory=engine_factory(minilm),
     ).run()
     rounds = _rounds(run_dir)
     assert rounds["day01/r1"]["score"] == 0.0
@@ -264,12 +255,12 @@ def test_a_crash_in_a_day_that_learned_nothing_resumes_too(
             suite,
             run_dir,
             _config(server, "skills"),
-            engine_factory=_engine_factory(minilm),
+            engine_factory=engine_factory(minilm),
             on_round=crash,
         ).run()
     start = json.loads((run_dir / "days" / "day02" / "start.json").read_text())["generation"]
     summary = BenchRun(
-        suite, run_dir, _config(server, "skills"), engine_factory=_engine_factory(minilm)
+        suite, run_dir, _config(server, "skills"), engine_factory=engine_factory(minilm)
     ).run()
     assert summary["days_complete"] == 2
     day02 = _rounds(run_dir)["day02/r1"]
