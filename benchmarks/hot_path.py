@@ -1,14 +1,15 @@
 """Hot-path benchmark: before_call / after_call latency, ingest throughput, top-k, RSS.
 
 Run: .venv/bin/python benchmarks/hot_path.py [--sizes 100,1000,10000,100000] [--calls 2000]
-     [--journal-holds-gil] [--model-ms 2]
+     [--journal-releases-gil] [--model-ms 2]
 
 after_call is timed two ways. "Flood": before_call and after_call back to back with nothing
 between them, so the capture writer's commits (every 512 captures) compete with the calls for
 the GIL; no agent calls a model 10,000 times a second, this is the worst case. "Agent-paced":
-a model call of --model-ms between them, spent waiting with the GIL released (as a host does
-while its HTTP client waits on the model); the writer commits in those waits, as it does in an
-agent. 2 ms is already far faster than any hosted or local model call.
+a model call between them, as an agent makes it: a request over a loopback TCP socket to a
+stand-in model in another process, which answers after --model-ms; the host thread waits in
+recv() with the GIL released, and the writer commits in those waits, as it does in an agent.
+2 ms is already far faster than any hosted or local model call.
 
 Skills for the large libraries get random unit vectors (embedding 100k texts would take
 half an hour here and does not change the cost of a matrix-vector product); queries are
@@ -26,8 +27,10 @@ import argparse
 import os
 import platform
 import resource
+import socket
+import subprocess
+import sys
 import tempfile
-import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -84,6 +87,41 @@ class Timer:
     def summary(self, digits: int = 3) -> str:
         d = digits
         return f"{self.p(50):.{d}f} / {self.p(99):.{d}f} ({self.p_on_cpu(99):.{d}f})"
+
+
+MODEL_STAND_IN = r"""
+import socket, sys, time
+srv = socket.socket()
+srv.bind(("127.0.0.1", 0))
+srv.listen(1)
+print(srv.getsockname()[1], flush=True)
+conn, _ = srv.accept()
+conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+while conn.recv(64):
+    time.sleep(float(sys.argv[1]))
+    conn.sendall(b"done")
+"""
+
+
+class ModelStandIn:
+    """A model in another process that answers each request after ``seconds`` (loopback)."""
+
+    def __init__(self, seconds: float) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", MODEL_STAND_IN, str(seconds)], stdout=subprocess.PIPE, text=True
+        )
+        assert self.proc.stdout is not None
+        port = int(self.proc.stdout.readline())
+        self.sock = socket.create_connection(("127.0.0.1", port))
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    def call(self) -> bytes:
+        self.sock.sendall(b"q")
+        return self.sock.recv(64)
+
+    def close(self) -> None:
+        self.sock.close()
+        self.proc.wait(10)
 
 
 def synthetic_snapshot(n: int, dim: int, generation: int) -> SkillSnapshot:
@@ -172,9 +210,9 @@ def main() -> None:
         help="agent-paced after_call: the simulated model call between before/after (ms)",
     )
     ap.add_argument(
-        "--journal-holds-gil",
+        "--journal-releases-gil",
         action="store_true",
-        help="store.journal_holds_gil on (the after_call numbers of docs/benchmarks.md)",
+        help="store.journal_holds_gil off: the journal write releases the GIL (os.write)",
     )
     args = ap.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
@@ -183,9 +221,10 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         settings = Settings(home=Path(tmp), load_entrypoints=False)
         settings.retrieval.min_similarity = -1.0  # always inject: measure the full path
-        settings.store.journal_holds_gil = args.journal_holds_gil
+        settings.store.journal_holds_gil = not args.journal_releases_gil
         engine = MetaClaw(settings)
         assert engine.wait_ready(120), "embedder failed to load"
+        model = ModelStandIn(args.model_ms / 1e3)
         dim = engine.embedder.dimension()
         emb = engine.embedder
 
@@ -218,12 +257,11 @@ def main() -> None:
                 after(lambda c=c, inj=inj: engine.after_call(c, "done", injection=inj))
             engine.flush(120)
             paced = Timer()
-            model_call = threading.Event()  # never set: wait() is a GIL-free sleep
             for i in range(args.calls):
                 c = ctx(TASKS[i % len(TASKS)], i)
                 inj = engine.before_call(c)
-                model_call.wait(args.model_ms / 1e3)
-                paced(lambda c=c, inj=inj: engine.after_call(c, "done", injection=inj))
+                answer = model.call().decode()
+                paced(lambda c=c, inj=inj, a=answer: engine.after_call(c, a, injection=inj))
             fresh, embed, inside, beyond = new_queries(engine, emb, n, args.fresh)
             # Top-k alone, each query vector new to the snapshot (no remembered answer).
             rng = np.random.default_rng(7)
@@ -265,6 +303,7 @@ def main() -> None:
         print(f"peak RSS: {proc.memory_info().rss / 2**20:.0f} MB")
         print(f"load average at the end: {os.getloadavg()[0]:.2f}")
         engine.close()
+        model.close()
 
 
 if __name__ == "__main__":

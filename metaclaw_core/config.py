@@ -51,12 +51,13 @@ class StoreSettings(BaseModel):
         description="fsync the journal on every capture (survives power loss, not just kill -9).",
     )
     journal_holds_gil: bool = Field(
-        False,
+        True,
         description="Without fsync, make the journal write with the GIL held (libc write via "
-        "ctypes): after_call p99 drops (journal p99 0.3-0.4 ms to 0.02-0.03 ms measured) "
-        "because the call does not queue behind the writer thread for the GIL, but a write "
-        "that stalls (dirty-page throttling, a slow or network spool disk) then stalls every "
-        "thread of the host, not only the calling one.",
+        "ctypes), so after_call never hands the GIL to another thread mid-call (a page-cache "
+        "write is a few microseconds). Off: os.write, which releases the GIL, and the call "
+        "may then wait for another thread's stretch of Python. The price of on: a write that "
+        "stalls (dirty-page throttling, a slow or network spool disk) stalls every thread of "
+        "the host for that time, not only the calling one. With fsync the GIL is released.",
     )
 
 

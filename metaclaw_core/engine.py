@@ -15,7 +15,7 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
-from metaclaw_core.capture import copy_messages, copy_output
+from metaclaw_core.capture import encode_call
 from metaclaw_core.config import Settings
 from metaclaw_core.embeddings import Embedder, SentenceTransformerEmbedder, Vector
 from metaclaw_core.errors import MetaClawError
@@ -39,12 +39,14 @@ from metaclaw_core.skills.index import SkillSnapshot
 from metaclaw_core.skills.library import SkillLibrary
 from metaclaw_core.store.db import Store
 from metaclaw_core.store.journal import CaptureJournal
+from metaclaw_core.store.records import encode_trajectory
 from metaclaw_core.store.trajectories import TrajectoryStore
 from metaclaw_core.store.writer import CaptureWriter
 
 log = logging.getLogger("metaclaw")
 
 MAX_PENDING_CALLS = 10_000
+REDACTION_PLUGIN = "builtin:redact"  # its redaction runs inside capture.encode_call
 FALLBACK_DIM = 384
 
 
@@ -233,11 +235,6 @@ class MetaClaw:
             with self._pending_lock:
                 pending = self._pending.pop(ctx.call_id, None)
             inj = injection or pending
-            caps = self.settings.capture
-            messages, cut = copy_messages(ctx.messages, caps)
-            out, out_cut = copy_output(output, caps)
-            if out_cut:
-                cut["capped_output"] = 1
             if latency_ms is None and inj is not None and inj.started_at:
                 latency_ms = (time.perf_counter() - inj.started_at) * 1000.0
             err = (
@@ -245,33 +242,44 @@ class MetaClaw:
                 if error is None
                 else (error if isinstance(error, str) else f"{type(error).__name__}: {error}")
             )
-            traj = Trajectory.model_construct(
-                id=new_id(),
+            hooks = self.hook.metaclaw_prepare_trajectory.get_hookimpls()
+            builtin_redaction = any(h.plugin_name == REDACTION_PLUGIN for h in hooks)
+            host_plugins = len(hooks) - builtin_redaction
+            record = encode_call(
+                trajectory_id=new_id(),
                 created_at=utcnow(),
-                session_id=ctx.session_id,
-                framework=ctx.framework,
-                model=ctx.model,
-                messages=messages,
-                output=out,
-                injected_skills=inj.skill_names if inj is not None else [],
-                generation=inj.generation if inj is not None else self._snapshot.generation,
-                query=inj.query if inj is not None else self._query_for_capture(ctx),
-                latency_ms=latency_ms,
-                error=err,
-                outcome="error" if err else "unknown",
-                truncated=bool(cut),
-                rewards=[],
-                metadata={**ctx.metadata, **({"truncated": cut} if cut else {})},
+                messages=ctx.messages,
+                output=output,
+                fields={
+                    "session_id": ctx.session_id,
+                    "framework": ctx.framework,
+                    "model": ctx.model,
+                    "injected_skills": inj.skill_names if inj is not None else [],
+                    "generation": inj.generation if inj is not None else self._snapshot.generation,
+                    "query": inj.query if inj is not None else self._query_for_capture(ctx),
+                    "latency_ms": latency_ms,
+                    "error": err,
+                    "outcome": "error" if err else "unknown",
+                },
+                metadata=ctx.metadata,
+                vector=inj.query_vector if inj is not None else None,
+                caps=self.settings.capture,
+                redact=builtin_redaction and self.settings.capture.redact_secrets,
             )
-            verdicts = self.hook.metaclaw_prepare_trajectory(
-                trajectory=traj, settings=self.settings
-            )
-            if any(v is False for v in verdicts):
-                return None
+            if host_plugins:
+                # A plugin of the host's: it gets the documented Trajectory, then the record
+                # is made again from what it left.
+                traj = record.trajectory
+                verdicts = self.hook.metaclaw_prepare_trajectory(
+                    trajectory=traj, settings=self.settings
+                )
+                if any(v is False for v in verdicts):
+                    return None
+                record = encode_trajectory(traj, record.vector)
             if self.writer is None:
                 raise MetaClawError("capture is disabled (the spool could not be opened)")
-            self.writer.submit_trajectory(traj, inj.query_vector if inj is not None else None)
-            return traj.id
+            self.writer.submit_trajectory(record)
+            return record.id
         except Exception as exc:
             self.faults.record("after_call", exc)
             return None

@@ -84,7 +84,9 @@ def metaclaw_prepare_trajectory(trajectory: Trajectory, settings: Settings) -> b
     """*Hot path.* Redact or filter a trajectory before anything stores it.
 
     Modify ``trajectory`` in place (e.g. replace secrets); return ``False`` to drop it (it is
-    then neither stored nor observed). Every implementation is called.
+    then neither stored nor observed). Every implementation is called. The trajectory comes
+    with the built-in secret redaction already applied; registering any implementation costs
+    each call the building of this object (the capture otherwise builds none on the hot path).
     """
 
 

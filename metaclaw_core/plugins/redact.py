@@ -1,7 +1,10 @@
 """Built-in redaction: secrets never reach the store, the spool, or an evolver.
 
-One combined regular expression, applied to every message, tool call and output before the
-trajectory is journaled. Replacements name the kind of secret (``[REDACTED:openai-key]``).
+Patterns, each behind a cheap literal trigger, applied to every message, tool call, output,
+query and error before the trajectory is journaled: by :mod:`metaclaw_core.capture` while it
+copies the call (this module registered as ``builtin:redact`` is what turns that on), and by
+the hook below on the trajectory a host's own prepare plugin sees. Replacements name the kind
+of secret (``[REDACTED:openai-key]``).
 """
 
 from __future__ import annotations

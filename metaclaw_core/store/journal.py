@@ -4,9 +4,9 @@
 the bytes are in the kernel once it returns, so they survive ``kill -9`` of the host; set
 ``store.fsync`` to survive power loss too). ``os.write`` releases the GIL for its few
 microseconds, and when the writer thread was waiting for it the host's call then waits for the
-writer's next stretch of Python (measured: journal p99 0.33-0.41 ms). ``store.journal_holds_gil``
-makes the write with the GIL held instead (:func:`_gil_holding_write`; 0.02-0.03 ms), at the
-price that a stalled write stalls every thread of the host: off by default.
+writer's next stretch of Python (measured: journal p99 0.33-0.41 ms). So by default
+(``store.journal_holds_gil``) the write keeps the GIL (:func:`_gil_holding_write`; 0.02-0.03
+ms), at the price that a stalled write stalls every thread of the host, not only the caller.
 
 The background writer commits the same records to LanceDB and deletes a segment once every
 record in it is committed. Records that could not be queued (queue full) or committed (store
@@ -47,6 +47,7 @@ class _Segment:
     path: Path
     appended: int = 0
     settled: int = 0
+    unqueued: int = 0  # records that left the writer's queue without being stored
     dirty: bool = False
     closed: bool = False
     opened_at: float = field(default_factory=time.monotonic)
@@ -79,8 +80,8 @@ class CaptureJournal:
 
     # -- hot path ------------------------------------------------------------------------
     def append(self, record: bytes) -> int:
-        """Write one record (a line without its newline); return its segment number."""
-        line = record + b"\n"
+        """Write one record (a line, with or without its newline); return its segment number."""
+        line = record if record.endswith(b"\n") else record + b"\n"
         with self._lock:
             if self._closed:
                 raise OSError("metaclaw: the capture journal is closed")
@@ -132,26 +133,37 @@ class CaptureJournal:
                 if seg is not None:
                     seg.settled += n
 
-    def mark_dirty(self, numbers: set[int]) -> None:
-        """Some records of these segments are not in the store and must be replayed."""
+    def mark_dirty(self, counts: dict[int, int]) -> None:
+        """Records of these segments (``counts``: segment → how many) left the writer's queue
+        without reaching the store (queue full, store down) and must be replayed."""
         with self._lock:
-            for number in numbers:
+            for number, n in counts.items():
                 seg = self._segments.get(number)
                 if seg is not None:
                     seg.dirty = True
+                    seg.unqueued += n
 
     def sweep(self) -> list[Path]:
-        """Delete closed, fully settled segments; return closed dirty ones to replay."""
+        """Delete closed, fully settled segments; return closed dirty ones to replay.
+
+        A dirty segment is replayed only once none of its records is still queued: a record
+        stored by the replay and then again by its queued commit would be stored twice.
+        """
         to_replay: list[Path] = []
+        done: list[Path] = []
         with self._lock:
             for number, seg in list(self._segments.items()):
                 if not seg.closed:
                     continue
                 if seg.dirty:
-                    to_replay.append(seg.path)
+                    if seg.settled + seg.unqueued >= seg.appended:
+                        to_replay.append(seg.path)
                 elif seg.settled >= seg.appended:
-                    _unlink(seg.path)
+                    done.append(seg.path)
                     del self._segments[number]
+        # Outside the lock: a hot-path append must not wait on a syscall of this thread.
+        for path in done:
+            _unlink(path)
         return to_replay
 
     def replayed(self, path: Path) -> None:
@@ -159,8 +171,8 @@ class CaptureJournal:
         with self._lock:
             for number, seg in list(self._segments.items()):
                 if seg.path == path:
-                    _unlink(path)
                     del self._segments[number]
+        _unlink(path)
 
     @property
     def pending(self) -> int:

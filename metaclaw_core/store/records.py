@@ -1,8 +1,8 @@
 """Journal records: how a captured trajectory or a reward is written as one line of bytes.
 
-A trajectory is serialised once, on the hot path, in parts: the writer thread stores those
-same strings in LanceDB columns, so it never re-serialises (its Python work holds the GIL,
-and every microsecond it holds it is one a host thread may wait for).
+A trajectory is serialised once, on the hot path, in parts (:mod:`metaclaw_core.capture`):
+the writer thread stores those same strings in LanceDB columns, so it never re-serialises (its
+Python work holds the GIL, and every microsecond it holds it is one a host thread may wait for).
 """
 
 from __future__ import annotations
@@ -26,28 +26,79 @@ _MESSAGES = TypeAdapter(list[Message])
 
 @dataclass(slots=True)
 class EncodedTrajectory:
-    """A trajectory with its serialised parts and its journal line."""
+    """A captured trajectory as its journal line and the parts the store's columns take.
 
-    trajectory: Trajectory
+    ``head`` holds the scalar fields (``created_at`` as a datetime); ``messages``, ``output``
+    and ``metadata`` the plain data the JSON strings were made from. The pydantic
+    :attr:`trajectory` is built on first use, off the hot path.
+    """
+
+    head: dict[str, Any]
+    messages: list[dict[str, Any]]
+    output: dict[str, Any]
+    metadata: dict[str, Any]
     vector: Vector | None
     messages_json: str
     output_json: str
     metadata_json: str
     line: bytes
+    built: Trajectory | None = None
+
+    @property
+    def id(self) -> str:
+        return str(self.head["id"])
+
+    @property
+    def output_text(self) -> str:
+        return str(self.output.get("text") or "")
+
+    @property
+    def trajectory(self) -> Trajectory:
+        if self.built is None:
+            self.built = Trajectory.model_validate(
+                {
+                    **self.head,
+                    "messages": self.messages,
+                    "output": self.output,
+                    "metadata": self.metadata,
+                }
+            )
+        return self.built
 
 
-def encode_trajectory(trajectory: Trajectory, vector: Vector | None) -> EncodedTrajectory:
-    """One JSON line; the vector travels as base64 float32 (no float formatting cost)."""
+def trajectory_line(vec: bytes, head: bytes, messages: bytes, output: bytes, meta: bytes) -> bytes:
+    """The journal line from its JSON parts; the vector travels as base64 float32 or null."""
+    parts = (b'{"k":"t","v":', vec, b',"d":', head, b',"m":', messages, b',"o":', output)
+    return b"".join((*parts, b',"x":', meta, b"}\n"))
+
+
+def encode_trajectory(
+    trajectory: Trajectory, vector: Vector | None, line: bytes | None = None
+) -> EncodedTrajectory:
+    """The record of a trajectory object: one a ``metaclaw_prepare_trajectory`` plugin has
+    seen, or one read back from the journal (``line`` given)."""
     msgs = _MESSAGES.dump_json(trajectory.messages).decode()
     out = trajectory.output.model_dump_json()
     meta = json.dumps(trajectory.metadata, default=str, separators=(",", ":"))
-    head = trajectory.model_dump_json(exclude=_SCALARS)
-    vec = "null"
-    if vector is not None:
-        raw = np.ascontiguousarray(vector, np.float32).tobytes()
-        vec = '"' + base64.b64encode(raw).decode() + '"'
-    line = f'{{"k":"t","v":{vec},"d":{head},"m":{msgs},"o":{out},"x":{meta}}}'.encode()
-    return EncodedTrajectory(trajectory, vector, msgs, out, meta, line)
+    if line is None:
+        vec = b"null"
+        if vector is not None:
+            raw = np.ascontiguousarray(vector, np.float32).tobytes()
+            vec = b'"' + base64.b64encode(raw) + b'"'
+        head = trajectory.model_dump_json(exclude=_SCALARS).encode()
+        line = trajectory_line(vec, head, msgs.encode(), out.encode(), meta.encode())
+    return EncodedTrajectory(
+        head=trajectory.model_dump(exclude=_SCALARS),
+        messages=[],
+        output=trajectory.output.model_dump(),
+        metadata=trajectory.metadata,
+        vector=vector,
+        messages_json=msgs,
+        output_json=out,
+        metadata_json=meta,
+        line=line,
+        built=trajectory,
+    )
 
 
 def encode_reward(reward: Reward) -> bytes:
@@ -66,15 +117,7 @@ def decode(line: bytes) -> tuple[str, Any]:
         data.update(
             messages=obj.get("m") or [], output=obj.get("o") or {}, metadata=obj.get("x") or {}
         )
-        t = Trajectory.model_validate(data)
-        return kind, EncodedTrajectory(
-            t,
-            vec,
-            _MESSAGES.dump_json(t.messages).decode(),
-            t.output.model_dump_json(),
-            json.dumps(t.metadata, default=str, separators=(",", ":")),
-            line,
-        )
+        return kind, encode_trajectory(Trajectory.model_validate(data), vec, line)
     if kind == KIND_REWARD:
         return kind, Reward.model_validate(obj["d"])
     raise ValueError(f"unknown journal record kind {kind!r}")

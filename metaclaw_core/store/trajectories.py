@@ -83,7 +83,7 @@ class TrajectoryStore:
     @staticmethod
     def _arrow(items: Sequence[EncodedTrajectory], schema: pa.Schema) -> pa.Table:
         dim = int(schema.field("vector").type.list_size)
-        ts = [e.trajectory for e in items]
+        hs = [e.head for e in items]
         has_vec = [e.vector is not None and len(e.vector) == dim for e in items]
         flat = np.zeros((len(items), dim), dtype=np.float32)
         for i, e in enumerate(items):
@@ -94,24 +94,29 @@ class TrajectoryStore:
             dim,
             mask=pa.array([not h for h in has_vec]),
         )
-        columns = {
-            "id": [t.id for t in ts],
-            "created_at": [t.created_at for t in ts],
-            "session_id": [t.session_id for t in ts],
-            "framework": [t.framework for t in ts],
-            "model": [t.model for t in ts],
-            "generation": [t.generation for t in ts],
-            "query": [t.query for t in ts],
-            "messages_json": [e.messages_json for e in items],
-            "output_json": [e.output_json for e in items],
-            "output_text": [t.output.text for t in ts],
-            "injected_skills": [list(t.injected_skills) for t in ts],
-            "latency_ms": [t.latency_ms for t in ts],
-            "error": [t.error for t in ts],
-            "outcome": [t.outcome for t in ts],
-            "truncated": [t.truncated for t in ts],
-            "metadata_json": [e.metadata_json for e in items],
+        columns: dict[str, list[Any]] = {
+            name: [h.get(name) for h in hs]
+            for name in (
+                "id",
+                "created_at",
+                "session_id",
+                "framework",
+                "model",
+                "generation",
+                "query",
+                "latency_ms",
+                "error",
+                "outcome",
+                "truncated",
+            )
         }
+        columns.update(
+            messages_json=[e.messages_json for e in items],
+            output_json=[e.output_json for e in items],
+            output_text=[e.output_text for e in items],
+            injected_skills=[list(h.get("injected_skills") or []) for h in hs],
+            metadata_json=[e.metadata_json for e in items],
+        )
         arrays = [
             vectors
             if f.name == "vector"

@@ -9,16 +9,14 @@ or a commit, and at start replays the spool folders of processes that died.
 from __future__ import annotations
 
 import logging
-import queue
 import threading
 import time
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from metaclaw_core.config import StoreSettings
-from metaclaw_core.embeddings import Vector
 from metaclaw_core.faults import FaultLog
 from metaclaw_core.models import Reward, Trajectory
 from metaclaw_core.store.journal import (
@@ -33,7 +31,6 @@ from metaclaw_core.store.records import (
     EncodedTrajectory,
     decode,
     encode_reward,
-    encode_trajectory,
 )
 from metaclaw_core.store.trajectories import TrajectoryStore
 
@@ -61,7 +58,11 @@ class CaptureWriter:
         self.on_stored = on_stored
         self.on_reward = on_reward
         self.faults = faults or FaultLog(log)
-        self._queue: queue.Queue[_Item] = queue.Queue(maxsize=settings.queue_size)
+        # A deque, not a queue.Queue: append and popleft are atomic, and the hot path takes
+        # no lock and wakes nobody (the writer sleeps on _wake). The bound is checked before
+        # the append, so concurrent callers may pass it by a few items.
+        self._queue: deque[_Item] = deque()
+        self._queue_size = settings.queue_size
         self._batch_size = settings.batch_size
         # Set when a batch is full or a flush/close is waiting: the writer otherwise sleeps
         # for flush_interval_s instead of waking for every capture (see _take_batch).
@@ -81,31 +82,30 @@ class CaptureWriter:
         self._thread.start()
 
     # -- hot path ------------------------------------------------------------------------
-    def submit_trajectory(self, trajectory: Trajectory, vector: Vector | None) -> None:
+    def submit_trajectory(self, record: EncodedTrajectory) -> None:
         """Durable once this returns (journaled); raises only if the journal write failed."""
-        encoded = encode_trajectory(trajectory, vector)
-        seg = self.journal.append(encoded.line)
-        self._enqueue((seg, KIND_TRAJECTORY, encoded))
+        seg = self.journal.append(record.line)
+        self._enqueue((seg, KIND_TRAJECTORY, record))
 
     def submit_reward(self, reward: Reward) -> None:
         seg = self.journal.append(encode_reward(reward))
         self._enqueue((seg, KIND_REWARD, reward))
 
     def _enqueue(self, item: _Item) -> None:
-        try:
-            self._queue.put_nowait(item)
-        except queue.Full:
+        depth = len(self._queue)
+        if depth >= self._queue_size:
             # Already journaled: the writer replays it from the segment file.
-            self.journal.mark_dirty({item[0]})
+            self.journal.mark_dirty({item[0]: 1})
             self.stats["spilled"] += 1
             self._wake.set()
             return
-        if self._queue.qsize() >= self._batch_size and not self._wake.is_set():
+        self._queue.append(item)
+        if depth + 1 >= self._batch_size and not self._wake.is_set():
             self._wake.set()
 
     @property
     def queue_depth(self) -> int:
-        return self._queue.qsize()
+        return len(self._queue)
 
     @property
     def healthy(self) -> bool:
@@ -119,7 +119,7 @@ class CaptureWriter:
             self._wake.set()  # commit what is queued now rather than at the next interval
             if (
                 self._recovered.is_set()
-                and self._queue.empty()
+                and not self._queue
                 and not self._busy.is_set()
                 and self.journal.pending == 0
                 and self.journal.dirty_segments == 0
@@ -154,7 +154,7 @@ class CaptureWriter:
                 finally:
                     self._busy.clear()
             self._maintain()
-            if self._stop.is_set() and self._queue.empty():
+            if self._stop.is_set() and not self._queue:
                 break
 
     def _take_batch(self, wait_s: float) -> list[_Item]:
@@ -165,22 +165,22 @@ class CaptureWriter:
         for (up to the interpreter's switch interval), and one commit per capture costs far
         more store work than one commit per batch. A capture waits at most ``wait_s``.
         """
-        if self._queue.qsize() < self._batch_size:
+        if len(self._queue) < self._batch_size:
             self._wake.wait(wait_s)
         self._wake.clear()
         self._busy.set()
         items: list[_Item] = []
         while len(items) < self._batch_size:
             try:
-                items.append(self._queue.get_nowait())
-            except queue.Empty:
+                items.append(self._queue.popleft())
+            except IndexError:
                 break
         if not items:
             self._busy.clear()
         return items
 
     def _commit(self, items: list[_Item]) -> None:
-        segments = {seg for seg, *_ in items}
+        segments = Counter(seg for seg, *_ in items)
         if not self._healthy and time.monotonic() < self._retry_at:
             self.journal.mark_dirty(segments)
             return
@@ -194,12 +194,12 @@ class CaptureWriter:
             self.journal.mark_dirty(segments)
             return
         self._healthy = True
-        self.journal.settle(Counter(seg for seg, *_ in items))
+        self.journal.settle(segments)
         self.stats["stored"] += len(trajs)
         self.stats["rewards"] += len(rewards)
-        self._after_commit([e.trajectory for e in trajs], rewards)
+        self._after_commit(trajs, rewards)
 
-    def _after_commit(self, trajs: list[Trajectory], rewards: list[Reward]) -> None:
+    def _after_commit(self, trajs: list[EncodedTrajectory], rewards: list[Reward]) -> None:
         self._commits += 1
         every = self.settings.optimize_every_commits
         if every and self._commits % every == 0:
@@ -209,7 +209,8 @@ class CaptureWriter:
                 self.faults.record("store compaction", exc)
         if trajs and self.on_stored is not None:
             try:
-                self.on_stored(trajs)
+                # Built here, not on the hot path: the observers take pydantic trajectories.
+                self.on_stored([e.trajectory for e in trajs])
             except Exception as exc:
                 self.faults.record("trajectory observer", exc)
         if self.on_reward is not None:
@@ -253,8 +254,8 @@ class CaptureWriter:
                     trajs.append(payload)
                 else:
                     rewards.append(payload)
-            have = self.trajectories.existing_ids([e.trajectory.id for e in trajs])
-            missing = [e for e in trajs if e.trajectory.id not in have]
+            have = self.trajectories.existing_ids([e.id for e in trajs])
+            missing = [e for e in trajs if e.id not in have]
             have_r = self.trajectories.existing_rewards(rewards)
             missing_r = [
                 r for r in rewards if (r.trajectory_id, r.source, str(r.created_at)) not in have_r
@@ -269,7 +270,7 @@ class CaptureWriter:
         self._healthy = True
         self.stats["replayed"] += len(missing)
         if missing or missing_r:
-            self._after_commit([e.trajectory for e in missing], missing_r)
+            self._after_commit(missing, missing_r)
         return True
 
     def _recover_orphans(self) -> None:

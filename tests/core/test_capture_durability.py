@@ -28,6 +28,9 @@ def test_full_queue_spills_to_the_spool_and_nothing_is_lost(
     assert engine.writer.stats["spilled"] > 0  # the queue really overflowed
     stored = {t.id for t in engine.trajectories.recent(1000)}
     assert stored == set(ids) and len(stored) == 300
+    # and none twice: a spilled record's segment is replayed only after the records of it
+    # still queued were committed (the replay found them missing and stored them again)
+    assert engine.trajectories.count() == 300
 
 
 def test_kill_minus_9_after_acknowledgement_loses_nothing(minilm: Any, tmp_path: Path) -> None:
