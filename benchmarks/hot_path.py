@@ -124,6 +124,11 @@ class ModelStandIn:
         self.proc.wait(10)
 
 
+def reference_work() -> int:
+    """About 10 µs of interpreter work touching fresh objects: a yardstick for the machine."""
+    return len(sorted(f"item-{i}" for i in range(60)))
+
+
 def synthetic_snapshot(n: int, dim: int, generation: int) -> SkillSnapshot:
     rng = np.random.default_rng(n)
     vecs = rng.normal(size=(n, dim)).astype(np.float32)
@@ -280,6 +285,21 @@ def main() -> None:
                 f"| {topk.p(50):.3f} / {topk.p(99):.3f} | {after.summary()} | {paced.summary()} "
                 f"| {share:.1f} | {rss:.0f} |"
             )
+
+        # The machine's own cold-start cost: a fixed piece of plain Python (no MetaClaw),
+        # timed right after the same model call and back to back, interleaved.
+        warm, cold = Timer(), Timer()
+        for _ in range(args.calls):
+            model.call()
+            cold(reference_work)
+            warm(reference_work)
+        print()
+        print(
+            f"reference (fixed plain-Python work, no MetaClaw): back to back p50 / p99 "
+            f"{warm.p(50) * 1e3:.1f} / {warm.p(99) * 1e3:.1f} µs, right after the model call "
+            f"{cold.p(50) * 1e3:.1f} / {cold.p(99) * 1e3:.1f} µs "
+            f"(x{cold.p(50) / warm.p(50):.1f} at p50)"
+        )
 
         # Ingest: how many acknowledged trajectories per second reach LanceDB.
         engine._snapshot = synthetic_snapshot(100, dim, generation=1)

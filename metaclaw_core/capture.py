@@ -13,24 +13,18 @@ instead (:func:`prepared`), then re-encoded: plugins see the documented contract
 
 from __future__ import annotations
 
-import binascii
 from datetime import datetime
 from typing import Any
 
-import numpy as np
 import orjson
 
 from metaclaw_core.config import CaptureSettings
 from metaclaw_core.embeddings import Vector
 from metaclaw_core.models import Message, ModelOutput, ToolCall
 from metaclaw_core.plugins.redact import redact_text
-from metaclaw_core.store.records import EncodedTrajectory, trajectory_line
+from metaclaw_core.store.records import EncodedTrajectory, encode_parts
 
 TRUNCATION_MARK = "…[truncated {n} chars]"
-
-
-def _json(obj: Any) -> bytes:
-    return orjson.dumps(obj, default=str)
 
 
 def _cap(text: str, limit: int) -> tuple[str, bool]:
@@ -184,7 +178,7 @@ def _encode(
     out = output_dict(output, copier)
     if copier.capped:
         cut["capped_output"] = 1
-    head = dict(fields)
+    head = fields  # the caller's fresh dict, taken over
     head["id"] = trajectory_id
     head["created_at"] = created_at
     head["truncated"] = bool(cut)
@@ -197,25 +191,7 @@ def _encode(
         meta["truncated"] = cut
     if copier.redacted:
         meta["redacted"] = meta.get("redacted", 0) + copier.redacted
-    messages_json = _json(msgs)
-    output_json = _json(out)
-    metadata_json = _json(meta)
-    vec = b"null"
-    if vector is not None:
-        raw = (vector if vector.dtype == np.float32 else vector.astype(np.float32)).tobytes()
-        vec = b'"' + binascii.b2a_base64(raw, newline=False) + b'"'
-    line = trajectory_line(vec, _json(head), messages_json, output_json, metadata_json)
-    return EncodedTrajectory(
-        head=head,
-        messages=msgs,
-        output=out,
-        metadata=meta,
-        vector=vector,
-        messages_json=messages_json.decode(),
-        output_json=output_json.decode(),
-        metadata_json=metadata_json.decode(),
-        line=line,
-    )
+    return encode_parts(head, msgs, out, meta, vector)
 
 
 def _sanitize(obj: Any) -> Any:

@@ -48,6 +48,7 @@ class _Segment:
     appended: int = 0
     settled: int = 0
     unqueued: int = 0  # records that left the writer's queue without being stored
+    replay: list[int] = field(default_factory=list)  # their byte offsets in the file
     dirty: bool = False
     closed: bool = False
     opened_at: float = field(default_factory=time.monotonic)
@@ -79,8 +80,9 @@ class CaptureJournal:
         self._open_segment()
 
     # -- hot path ------------------------------------------------------------------------
-    def append(self, record: bytes) -> int:
-        """Write one record (a line, with or without its newline); return its segment number."""
+    def append(self, record: bytes) -> tuple[int, int]:
+        """Write one record (a line, with or without its newline); return where it is: its
+        segment number and its byte offset in the segment."""
         line = record if record.endswith(b"\n") else record + b"\n"
         with self._lock:
             if self._closed:
@@ -93,8 +95,9 @@ class CaptureJournal:
             if self.fsync:
                 os.fsync(self._fd)
             seg.appended += 1
+            offset = seg.size
             seg.size += n
-            return seg.number
+            return seg.number, offset
 
     # -- writer side ---------------------------------------------------------------------
     def _open_segment(self) -> None:
@@ -133,23 +136,25 @@ class CaptureJournal:
                 if seg is not None:
                     seg.settled += n
 
-    def mark_dirty(self, counts: dict[int, int]) -> None:
-        """Records of these segments (``counts``: segment → how many) left the writer's queue
-        without reaching the store (queue full, store down) and must be replayed."""
+    def mark_dirty(self, places: list[tuple[int, int]]) -> None:
+        """Records at these places (segment, offset) left the writer's queue without reaching
+        the store (queue full, store down) and must be replayed from the file."""
         with self._lock:
-            for number, n in counts.items():
+            for number, offset in places:
                 seg = self._segments.get(number)
                 if seg is not None:
                     seg.dirty = True
-                    seg.unqueued += n
+                    seg.unqueued += 1
+                    seg.replay.append(offset)
 
-    def sweep(self) -> list[Path]:
-        """Delete closed, fully settled segments; return closed dirty ones to replay.
+    def sweep(self) -> list[tuple[Path, list[int]]]:
+        """Delete closed, fully settled segments; return closed dirty ones to replay, each
+        with the offsets of the records in it that need it.
 
         A dirty segment is replayed only once none of its records is still queued: a record
         stored by the replay and then again by its queued commit would be stored twice.
         """
-        to_replay: list[Path] = []
+        to_replay: list[tuple[Path, list[int]]] = []
         done: list[Path] = []
         with self._lock:
             for number, seg in list(self._segments.items()):
@@ -157,7 +162,7 @@ class CaptureJournal:
                     continue
                 if seg.dirty:
                     if seg.settled + seg.unqueued >= seg.appended:
-                        to_replay.append(seg.path)
+                        to_replay.append((seg.path, sorted(seg.replay)))
                 elif seg.settled >= seg.appended:
                     done.append(seg.path)
                     del self._segments[number]
@@ -257,10 +262,20 @@ def segment_files(folder: Path) -> list[Path]:
     return sorted(folder.glob(f"{SEG_PREFIX}*{SEG_SUFFIX}"))
 
 
-def read_records(path: Path) -> Iterator[tuple[int, bytes]]:
-    """Yield (line number, record) for each complete line; a torn last line is skipped."""
+def read_records(path: Path, offsets: list[int] | None = None) -> Iterator[tuple[int, bytes]]:
+    """Yield (line number, record) for each complete line; a torn last line is skipped.
+
+    With ``offsets``, only the records starting there, each with its offset instead of its
+    line number.
+    """
     with open(path, "rb") as fh:
         data = fh.read()
+    if offsets is not None:
+        for offset in offsets:
+            end = data.find(b"\n", offset)
+            if end > offset:
+                yield offset, data[offset:end]
+        return
     lines = data.split(b"\n")
     if lines and lines[-1] != b"":
         log.warning("metaclaw: %s ends with a partial record (torn write); skipped", path)

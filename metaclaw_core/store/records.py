@@ -1,36 +1,41 @@
 """Journal records: how a captured trajectory or a reward is written as one line of bytes.
 
-A trajectory is serialised once, on the hot path, in parts (:mod:`metaclaw_core.capture`):
-the writer thread stores those same strings in LanceDB columns, so it never re-serialises (its
-Python work holds the GIL, and every microsecond it holds it is one a host thread may wait for).
+A trajectory line is ``{"k":"t","v":<base64 float32 query vector or null>,"d":<scalar
+fields>,"m":<messages>,"o":<output>,"x":<metadata>}``, made on the hot path in one orjson call
+(:mod:`metaclaw_core.capture`). The writer thread derives the store's JSON columns from the
+same plain data, also with orjson (about a microsecond a record).
 """
 
 from __future__ import annotations
 
-import base64
-import json
+import binascii
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from pydantic import TypeAdapter
+import orjson
 
 from metaclaw_core.embeddings import Vector
-from metaclaw_core.models import Message, Reward, Trajectory
+from metaclaw_core.models import Reward, Trajectory
 
 KIND_TRAJECTORY = "t"
 KIND_REWARD = "r"
 _SCALARS = {"messages", "output", "metadata", "rewards"}
-_MESSAGES = TypeAdapter(list[Message])
+_OPTIONS = orjson.OPT_NON_STR_KEYS
+
+
+def dumps(obj: Any) -> bytes:
+    """Compact JSON; values JSON has no type for are written as ``str(value)``."""
+    return orjson.dumps(obj, default=str, option=_OPTIONS)
 
 
 @dataclass(slots=True)
 class EncodedTrajectory:
-    """A captured trajectory as its journal line and the parts the store's columns take.
+    """A captured trajectory as its journal line and the plain data the store's columns take.
 
     ``head`` holds the scalar fields (``created_at`` as a datetime); ``messages``, ``output``
-    and ``metadata`` the plain data the JSON strings were made from. The pydantic
-    :attr:`trajectory` is built on first use, off the hot path.
+    and ``metadata`` the plain data the line was made from. The pydantic :attr:`trajectory`
+    is built on first use, off the hot path.
     """
 
     head: dict[str, Any]
@@ -38,9 +43,6 @@ class EncodedTrajectory:
     output: dict[str, Any]
     metadata: dict[str, Any]
     vector: Vector | None
-    messages_json: str
-    output_json: str
-    metadata_json: str
     line: bytes
     built: Trajectory | None = None
 
@@ -51,6 +53,18 @@ class EncodedTrajectory:
     @property
     def output_text(self) -> str:
         return str(self.output.get("text") or "")
+
+    @property
+    def messages_json(self) -> str:
+        return dumps(self.messages).decode()
+
+    @property
+    def output_json(self) -> str:
+        return dumps(self.output).decode()
+
+    @property
+    def metadata_json(self) -> str:
+        return dumps(self.metadata).decode()
 
     @property
     def trajectory(self) -> Trajectory:
@@ -66,39 +80,40 @@ class EncodedTrajectory:
         return self.built
 
 
-def trajectory_line(vec: bytes, head: bytes, messages: bytes, output: bytes, meta: bytes) -> bytes:
-    """The journal line from its JSON parts; the vector travels as base64 float32 or null."""
-    parts = (b'{"k":"t","v":', vec, b',"d":', head, b',"m":', messages, b',"o":', output)
-    return b"".join((*parts, b',"x":', meta, b"}\n"))
-
-
-def encode_trajectory(
-    trajectory: Trajectory, vector: Vector | None, line: bytes | None = None
+def encode_parts(
+    head: dict[str, Any],
+    messages: list[dict[str, Any]],
+    output: dict[str, Any],
+    metadata: dict[str, Any],
+    vector: Vector | None,
 ) -> EncodedTrajectory:
-    """The record of a trajectory object: one a ``metaclaw_prepare_trajectory`` plugin has
-    seen, or one read back from the journal (``line`` given)."""
-    msgs = _MESSAGES.dump_json(trajectory.messages).decode()
-    out = trajectory.output.model_dump_json()
-    meta = json.dumps(trajectory.metadata, default=str, separators=(",", ":"))
-    if line is None:
-        vec = b"null"
-        if vector is not None:
-            raw = np.ascontiguousarray(vector, np.float32).tobytes()
-            vec = b'"' + base64.b64encode(raw) + b'"'
-        head = trajectory.model_dump_json(exclude=_SCALARS).encode()
-        line = trajectory_line(vec, head, msgs.encode(), out.encode(), meta.encode())
-    return EncodedTrajectory(
-        head=trajectory.model_dump(exclude=_SCALARS),
-        messages=[],
-        output=trajectory.output.model_dump(),
-        metadata=trajectory.metadata,
-        vector=vector,
-        messages_json=msgs,
-        output_json=out,
-        metadata_json=meta,
-        line=line,
-        built=trajectory,
+    """The record of a trajectory given as plain data (one serialisation, newline included).
+
+    Raises ``orjson.JSONEncodeError`` on a string that is not valid UTF-8 (lone surrogate).
+    """
+    vec = None
+    if vector is not None:
+        raw = np.asarray(vector, dtype=np.float32).tobytes()
+        vec = binascii.b2a_base64(raw, newline=False).decode()
+    line = orjson.dumps(
+        {"k": KIND_TRAJECTORY, "v": vec, "d": head, "m": messages, "o": output, "x": metadata},
+        default=str,
+        option=_OPTIONS | orjson.OPT_APPEND_NEWLINE,
     )
+    return EncodedTrajectory(head, messages, output, metadata, vector, line)
+
+
+def encode_trajectory(trajectory: Trajectory, vector: Vector | None) -> EncodedTrajectory:
+    """The record of a trajectory object (one a ``metaclaw_prepare_trajectory`` plugin saw)."""
+    record = encode_parts(
+        trajectory.model_dump(exclude=_SCALARS),
+        [m.model_dump() for m in trajectory.messages],
+        trajectory.output.model_dump(),
+        trajectory.metadata,
+        vector,
+    )
+    record.built = trajectory
+    return record
 
 
 def encode_reward(reward: Reward) -> bytes:
@@ -107,17 +122,24 @@ def encode_reward(reward: Reward) -> bytes:
 
 def decode(line: bytes) -> tuple[str, Any]:
     """Return (kind, EncodedTrajectory or Reward); raises ValueError if malformed."""
-    obj = json.loads(line)
+    obj = orjson.loads(line)
+    if not isinstance(obj, dict):
+        raise ValueError("a journal record is a JSON object")
     kind = obj.get("k")
     if kind == KIND_TRAJECTORY:
         vec = None
         if obj.get("v"):
-            vec = np.frombuffer(base64.b64decode(obj["v"]), dtype=np.float32)
-        data = dict(obj["d"])
-        data.update(
-            messages=obj.get("m") or [], output=obj.get("o") or {}, metadata=obj.get("x") or {}
+            vec = np.frombuffer(binascii.a2b_base64(obj["v"]), dtype=np.float32)
+        messages, output, metadata = obj.get("m") or [], obj.get("o") or {}, obj.get("x") or {}
+        t = Trajectory.model_validate(
+            {**obj["d"], "messages": messages, "output": output, "metadata": metadata}
         )
-        return kind, encode_trajectory(Trajectory.model_validate(data), vec, line)
+        # The store's columns from the parts as written, the observers' object validated.
+        record = EncodedTrajectory(
+            t.model_dump(exclude=_SCALARS), messages, output, metadata, vec, line
+        )
+        record.built = t
+        return kind, record
     if kind == KIND_REWARD:
         return kind, Reward.model_validate(obj["d"])
     raise ValueError(f"unknown journal record kind {kind!r}")

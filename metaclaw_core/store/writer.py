@@ -36,7 +36,8 @@ from metaclaw_core.store.trajectories import TrajectoryStore
 
 log = logging.getLogger("metaclaw.writer")
 
-_Item = tuple[int, str, Any]  # (journal segment, kind, EncodedTrajectory or Reward)
+# ((journal segment, offset in it), kind, EncodedTrajectory or Reward)
+_Item = tuple[tuple[int, int], str, Any]
 
 
 class CaptureWriter:
@@ -95,7 +96,7 @@ class CaptureWriter:
         depth = len(self._queue)
         if depth >= self._queue_size:
             # Already journaled: the writer replays it from the segment file.
-            self.journal.mark_dirty({item[0]: 1})
+            self.journal.mark_dirty([item[0]])
             self.stats["spilled"] += 1
             self._wake.set()
             return
@@ -180,9 +181,9 @@ class CaptureWriter:
         return items
 
     def _commit(self, items: list[_Item]) -> None:
-        segments = Counter(seg for seg, *_ in items)
+        places = [place for place, *_ in items]
         if not self._healthy and time.monotonic() < self._retry_at:
-            self.journal.mark_dirty(segments)
+            self.journal.mark_dirty(places)
             return
         trajs = [p for _, k, p in items if k == KIND_TRAJECTORY]
         rewards = [p for _, k, p in items if k == KIND_REWARD]
@@ -191,10 +192,10 @@ class CaptureWriter:
             self.trajectories.write_rewards(rewards)
         except Exception as exc:
             self._mark_unhealthy(exc)
-            self.journal.mark_dirty(segments)
+            self.journal.mark_dirty(places)
             return
         self._healthy = True
-        self.journal.settle(segments)
+        self.journal.settle(Counter(seg for seg, _ in places))
         self.stats["stored"] += len(trajs)
         self.stats["rewards"] += len(rewards)
         self._after_commit(trajs, rewards)
@@ -230,18 +231,19 @@ class CaptureWriter:
         if not self._healthy and time.monotonic() < self._retry_at:
             return
         self.journal.rotate()
-        for path in self.journal.sweep():
-            if self._replay_file(path):
+        for path, offsets in self.journal.sweep():
+            if self._replay_file(path, offsets):
                 self.journal.replayed(path)
             else:
                 return
 
-    def _replay_file(self, path: Path) -> bool:
-        """Commit every record of ``path`` not already stored; True if all are in now."""
+    def _replay_file(self, path: Path, offsets: list[int] | None = None) -> bool:
+        """Commit every record of ``path`` (or those at ``offsets``) not already stored; True
+        if all are in now."""
         trajs: list[EncodedTrajectory] = []
         rewards: list[Reward] = []
         try:
-            for lineno, line in read_records(path):
+            for lineno, line in read_records(path, offsets):
                 try:
                     kind, payload = decode(line)
                 except Exception as exc:
