@@ -245,8 +245,9 @@ class MetaClaw:
             hooks = self.hook.metaclaw_prepare_trajectory.get_hookimpls()
             builtin_redaction = any(h.plugin_name == REDACTION_PLUGIN for h in hooks)
             host_plugins = len(hooks) - builtin_redaction
+            tid = new_id()
             record = encode_call(
-                trajectory_id=new_id(),
+                trajectory_id=tid,
                 created_at=utcnow(),
                 messages=ctx.messages,
                 output=output,
@@ -276,10 +277,11 @@ class MetaClaw:
                 if any(v is False for v in verdicts):
                     return None
                 record = encode_trajectory(traj, record.vector)
+                tid = traj.id
             if self.writer is None:
                 raise MetaClawError("capture is disabled (the spool could not be opened)")
             self.writer.submit_trajectory(record)
-            return record.id
+            return tid
         except Exception as exc:
             self.faults.record("after_call", exc)
             return None
