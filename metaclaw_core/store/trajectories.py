@@ -83,7 +83,6 @@ class TrajectoryStore:
     @staticmethod
     def _arrow(items: Sequence[EncodedTrajectory], schema: pa.Schema) -> pa.Table:
         dim = int(schema.field("vector").type.list_size)
-        hs = [e.head for e in items]
         has_vec = [e.vector is not None and len(e.vector) == dim for e in items]
         flat = np.zeros((len(items), dim), dtype=np.float32)
         for i, e in enumerate(items):
@@ -94,29 +93,10 @@ class TrajectoryStore:
             dim,
             mask=pa.array([not h for h in has_vec]),
         )
-        columns: dict[str, list[Any]] = {
-            name: [h.get(name) for h in hs]
-            for name in (
-                "id",
-                "created_at",
-                "session_id",
-                "framework",
-                "model",
-                "generation",
-                "query",
-                "latency_ms",
-                "error",
-                "outcome",
-                "truncated",
-            )
-        }
-        columns.update(
-            messages_json=[e.messages_json for e in items],
-            output_json=[e.output_json for e in items],
-            output_text=[e.output_text for e in items],
-            injected_skills=[list(h.get("injected_skills") or []) for h in hs],
-            metadata_json=[e.metadata_json for e in items],
-        )
+        columns: dict[str, list[Any]] = {}
+        for e in items:  # one row at a time: each record's parsed objects are freed at once
+            for name, value in e.columns().items():
+                columns.setdefault(name, []).append(value)
         arrays = [
             vectors
             if f.name == "vector"
