@@ -137,8 +137,9 @@ def encode_call(
     ``fields`` are the trajectory's scalar fields (session_id, framework, model,
     injected_skills, generation, query, latency_ms, error, outcome); ``query`` and ``error``
     are redacted here like the messages. A string that cannot be written as UTF-8 (a lone
-    surrogate, from bytes decoded with ``surrogateescape``) is replaced, and the record says so
-    in ``metadata["sanitized"]``, rather than the call being lost.
+    surrogate, from bytes decoded with ``surrogateescape``) is replaced, and metadata JSON
+    cannot hold is written as text; the record then says so in ``metadata["sanitized"]``,
+    rather than the call being lost.
     """
     try:
         return _encode(
@@ -195,11 +196,16 @@ def _encode(
 
 
 def _sanitize(obj: Any) -> Any:
-    """``obj`` with every string made encodable (lone surrogates replaced)."""
+    """``obj`` made writable: lone surrogates replaced, and what JSON-by-orjson cannot hold
+    (integers beyond 64 bits, keys that are not strings or numbers) written as text."""
     if isinstance(obj, str):
         return obj.encode("utf-8", "replace").decode("utf-8")
     if isinstance(obj, dict):
-        return {_sanitize(k): _sanitize(v) for k, v in obj.items()}
+        return {
+            (_sanitize(k) if isinstance(k, str) else str(k)): _sanitize(v) for k, v in obj.items()
+        }
     if isinstance(obj, list | tuple):
         return [_sanitize(v) for v in obj]
+    if isinstance(obj, int) and not isinstance(obj, bool) and not -(2**63) <= obj < 2**64:
+        return str(obj)
     return obj

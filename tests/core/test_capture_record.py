@@ -98,12 +98,16 @@ def test_text_that_is_not_valid_unicode_is_repaired_and_kept(
     """A lone surrogate (bytes decoded with surrogateescape) cannot be written as UTF-8; the
     capture replaces it and says so rather than losing the call (it used to be lost)."""
     engine = make_engine(settings)
-    c = CallContext(messages=[Message(role="user", content="file name b'caf\udce9' broke")])
+    c = CallContext(
+        messages=[Message(role="user", content="file name b'caf\udce9' broke")],
+        metadata={"huge": 2**70, "name": "x\udc80"},  # orjson holds neither
+    )
     tid = engine.after_call(c, "bad \udcff output")
     assert tid is not None and engine.flush()
     t = engine.trajectories.get(tid)
     assert t is not None and t.metadata["sanitized"] is True
     assert t.messages[0].content == "file name b'caf?' broke" and t.output.text == "bad ? output"
+    assert t.metadata["huge"] == str(2**70) and t.metadata["name"] == "x?"
 
 
 def test_the_journal_line_reads_back_as_the_trajectory(engine: Any, settings: Any) -> None:
