@@ -131,6 +131,7 @@ def encode_call(
     vector: Vector | None,
     caps: CaptureSettings,
     redact: bool,
+    repair: bool = True,
 ) -> EncodedTrajectory:
     """The journal record of one call.
 
@@ -146,25 +147,32 @@ def encode_call(
             trajectory_id, created_at, messages, output, fields, metadata, vector, caps, redact
         )
     except (UnicodeEncodeError, orjson.JSONEncodeError):
-        clean = _sanitize
-        return _encode(
-            trajectory_id,
-            created_at,
-            [Message.model_validate(clean(m.model_dump())) for m in messages],
-            clean(output.model_dump() if isinstance(output, ModelOutput) else output),
-            clean(fields),
-            {**clean(metadata), "sanitized": True},
-            vector,
-            caps,
-            redact,
-        )
+        if not repair:
+            raise
+    clean = _sanitize
+    return encode_call(
+        trajectory_id=trajectory_id,
+        created_at=created_at,
+        messages=[Message.model_validate(clean(m.model_dump())) for m in messages],
+        output=(
+            ModelOutput.model_validate(clean(output.model_dump()))
+            if isinstance(output, ModelOutput)
+            else clean(output)
+        ),
+        fields=clean(fields),
+        metadata={**clean(metadata), "sanitized": True},
+        vector=vector,
+        caps=caps,
+        redact=redact,
+        repair=False,
+    )
 
 
 def _encode(
     trajectory_id: str,
     created_at: datetime,
     messages: list[Message],
-    output: ModelOutput | dict[str, Any] | str | None,
+    output: ModelOutput | str | None,
     fields: dict[str, Any],
     metadata: dict[str, Any],
     vector: Vector | None,
@@ -174,8 +182,6 @@ def _encode(
     copier = _Copier(caps.max_message_chars, redact)
     msgs, cut = message_dicts(messages, caps, copier)
     copier.capped = False
-    if isinstance(output, dict):
-        output = ModelOutput.model_validate(output)
     out = output_dict(output, copier)
     if copier.capped:
         cut["capped_output"] = 1

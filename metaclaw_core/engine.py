@@ -29,7 +29,6 @@ from metaclaw_core.models import (
     ModelOutput,
     Reward,
     Skill,
-    Trajectory,
     new_id,
     utcnow,
 )
@@ -39,7 +38,7 @@ from metaclaw_core.skills.index import SkillSnapshot
 from metaclaw_core.skills.library import SkillLibrary
 from metaclaw_core.store.db import Store
 from metaclaw_core.store.journal import CaptureJournal
-from metaclaw_core.store.records import encode_trajectory
+from metaclaw_core.store.records import EncodedTrajectory, encode_trajectory
 from metaclaw_core.store.trajectories import TrajectoryStore
 from metaclaw_core.store.writer import CaptureWriter
 
@@ -382,8 +381,16 @@ class MetaClaw:
             self._closed.wait(interval)
 
     # -- observers -----------------------------------------------------------------------
-    def _on_stored(self, trajectories: list[Trajectory]) -> None:
-        self.hook.metaclaw_trajectories_stored(trajectories=trajectories)
+    def _on_stored(self, records: list[EncodedTrajectory]) -> None:
+        """Captures just committed (writer thread). The built-in fast loop takes the records
+        as they are; the observer hook gets Trajectory objects, built only when some plugin
+        implements it."""
+        try:
+            self.fastloop.take_stored(records)
+        except Exception as exc:
+            self.faults.record("fast loop", exc)
+        if self.hook.metaclaw_trajectories_stored.get_hookimpls():
+            self.hook.metaclaw_trajectories_stored(trajectories=[r.trajectory for r in records])
 
     def _on_reward(self, reward: Reward) -> None:
         self.hook.metaclaw_reward_recorded(reward=reward)

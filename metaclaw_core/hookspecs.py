@@ -92,7 +92,11 @@ def metaclaw_prepare_trajectory(trajectory: Trajectory, settings: Settings) -> b
 
 @hookspec
 def metaclaw_trajectories_stored(trajectories: list[Trajectory]) -> None:
-    """Observe trajectories just committed to the store (background writer thread)."""
+    """Observe trajectories just committed to the store (background writer thread).
+
+    The writer builds these objects from the journal lines only when some plugin implements
+    this hook (the built-in fast loop is fed the records directly); keep the work here O(1).
+    """
 
 
 @hookspec

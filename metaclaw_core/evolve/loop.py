@@ -1,10 +1,12 @@
-"""``FastLoop``: the background half of the fast loop, fed by observer hooks.
+"""``FastLoop``: the background half of the fast loop, fed by the capture writer.
 
-It is a plugin the engine registers. Its observers run on the capture writer's thread and do
-O(1) work: append to a bounded queue and return. Two daemon workers, started on first use,
-do the rest: the *scorer* asks the reward sources (``metaclaw_score_trajectory``: checks, the
-PRM judge) for a score and records it; the *learner* counts failures and runs the evolver on
-its triggers (N failures, a session ending with failures, an explicit correction).
+It is a plugin the engine registers (reward and session observers), and the engine hands it
+each batch of committed captures (:meth:`FastLoop.take_stored`). Both run on the capture
+writer's thread and do O(1) work: append to a bounded queue and return. Two daemon workers,
+started on first use, do the rest: the *scorer* asks the reward sources
+(``metaclaw_score_trajectory``: checks, the PRM judge) for a score and records it; the
+*learner* counts failures and runs the evolver on its triggers (N failures, a session ending
+with failures, an explicit correction).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import queue
 import threading
 import time
 from collections import Counter, OrderedDict, deque
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -22,6 +25,7 @@ from metaclaw_core.evolve.evolver import EvolutionReport, SkillEvolver
 from metaclaw_core.evolve.support import CORRECTION
 from metaclaw_core.hookspecs import hookimpl
 from metaclaw_core.models import Reward, Trajectory
+from metaclaw_core.store.records import EncodedTrajectory
 
 if TYPE_CHECKING:
     from metaclaw_core.engine import MetaClaw
@@ -31,6 +35,8 @@ log = logging.getLogger("metaclaw.fastloop")
 _EVENTS_MAX = 10_000
 _SEEN_MAX = 50_000
 _STOP = ("stop", None)
+# A stored trajectory: a local capture as the writer committed it, or one read from the store.
+Stored = EncodedTrajectory | Trajectory
 
 
 class FastLoop:
@@ -46,7 +52,7 @@ class FastLoop:
         self._stop = threading.Event()
         self._start_lock = threading.Lock()
         # scorer: batches of stored trajectories, bounded by the number of trajectories
-        self._to_score: deque[list[Trajectory]] = deque()
+        self._to_score: deque[Sequence[Stored]] = deque()
         self._to_score_n = 0
         self._score_cond = threading.Condition()
         self._scoring_busy = False
@@ -69,16 +75,19 @@ class FastLoop:
         return self._evolver
 
     # -- observers (writer thread: O(1) each) ----------------------------------------------
-    @hookimpl
-    def metaclaw_trajectories_stored(self, trajectories: list[Trajectory]) -> None:
+    def take_stored(self, records: list[EncodedTrajectory]) -> None:
+        """Captures just committed (the engine calls this, not the observer hook): the
+        records as the writer has them. The learner reads only their ids and errors, and the
+        scorer builds each Trajectory on its own thread, so the writer builds none for the
+        fast loop."""
         if self._stop.is_set():
             return
         if self._tailing:
-            for t in trajectories:
-                _remember(self._observed, t.id)
-        self._take(trajectories)
+            for r in records:
+                _remember(self._observed, r.id)
+        self._take(records)
 
-    def _take(self, trajectories: list[Trajectory]) -> None:
+    def _take(self, trajectories: Sequence[Stored]) -> None:
         if self._scoring_enabled():
             with self._score_cond:
                 if self._to_score_n + len(trajectories) <= self.settings.rewards.queue_size:
@@ -195,9 +204,10 @@ class FastLoop:
                     self._scoring_busy = False
                     self._score_cond.notify_all()
 
-    def _score_one(self, t: Trajectory) -> None:
-        if t.error:
+    def _score_one(self, item: Stored) -> None:
+        if item.error:
             return  # a host-reported error is a failure already; no judge needed
+        t = item if isinstance(item, Trajectory) else item.trajectory
         try:
             reward = self.engine.hook.metaclaw_score_trajectory(
                 trajectory=t, settings=self.settings

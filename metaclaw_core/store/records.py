@@ -67,6 +67,14 @@ class EncodedTrajectory:
             return self.built.id
         return str(orjson.loads(self.line)["d"]["id"])
 
+    @property
+    def error(self) -> str | None:
+        """The error the host reported for the call, if any."""
+        if self.built is not None:
+            return self.built.error
+        error = orjson.loads(self.line)["d"].get("error")
+        return None if error is None else str(error)
+
     def columns(self) -> dict[str, Any]:
         """The store's row for this trajectory, vector aside (JSON columns as text)."""
         obj = _parse(orjson.loads(self.line))

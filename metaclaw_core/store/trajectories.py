@@ -21,24 +21,11 @@ from metaclaw_core.store.db import (
     sql_str,
     trajectories_schema,
 )
-from metaclaw_core.store.records import EncodedTrajectory
+from metaclaw_core.store.records import SCALAR_COLUMNS, EncodedTrajectory
 
 _MESSAGES = TypeAdapter(list[Message])
-LIST_COLUMNS = [
-    "id",
-    "created_at",
-    "session_id",
-    "framework",
-    "model",
-    "generation",
-    "query",
-    "output_text",
-    "injected_skills",
-    "latency_ms",
-    "error",
-    "outcome",
-    "truncated",
-]
+# What `recent` reads: every column but the bodies (messages, output JSON, metadata, vector).
+LIST_COLUMNS = [*SCALAR_COLUMNS, "output_text", "injected_skills"]
 
 
 class TrajectoryStore:

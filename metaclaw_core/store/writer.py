@@ -18,7 +18,7 @@ from typing import Any
 
 from metaclaw_core.config import StoreSettings
 from metaclaw_core.faults import FaultLog
-from metaclaw_core.models import Reward, Trajectory
+from metaclaw_core.models import Reward
 from metaclaw_core.store.journal import (
     CaptureJournal,
     read_records,
@@ -49,7 +49,7 @@ class CaptureWriter:
         trajectories: TrajectoryStore,
         settings: StoreSettings,
         *,
-        on_stored: Callable[[list[Trajectory]], None] | None = None,
+        on_stored: Callable[[list[EncodedTrajectory]], None] | None = None,
         on_reward: Callable[[Reward], None] | None = None,
         faults: FaultLog | None = None,
     ) -> None:
@@ -210,8 +210,7 @@ class CaptureWriter:
                 self.faults.record("store compaction", exc)
         if trajs and self.on_stored is not None:
             try:
-                # Built here, not on the hot path: the observers take pydantic trajectories.
-                self.on_stored([e.trajectory for e in trajs])
+                self.on_stored(trajs)
             except Exception as exc:
                 self.faults.record("trajectory observer", exc)
         if self.on_reward is not None:
