@@ -2,8 +2,9 @@
 
 A trajectory line is ``{"k":"t","v":<base64 float32 query vector or null>,"d":<scalar
 fields>,"m":<messages>,"o":<output>,"x":<metadata>}``, made on the hot path in one orjson call
-(:mod:`metaclaw_core.capture`). The writer thread derives the store's JSON columns from the
-same plain data, also with orjson (about a microsecond a record).
+(:mod:`metaclaw_core.capture`). The writer thread parses each line back with orjson for the
+store's columns (a few microseconds a record, keeping nothing), so a queued capture is just
+its bytes.
 """
 
 from __future__ import annotations
