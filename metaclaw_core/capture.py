@@ -145,9 +145,26 @@ def encode_call(
     rather than the call being lost.
     """
     try:
-        return _encode(
-            trajectory_id, created_at, messages, output, fields, metadata, vector, caps, redact
-        )
+        copier = _Copier(caps.max_message_chars, redact)
+        msgs, cut = message_dicts(messages, caps, copier)
+        copier.capped = False
+        out = output_dict(output, copier)
+        if copier.capped:
+            cut["capped_output"] = 1
+        head = fields  # the caller's fresh dict, taken over
+        head["id"] = trajectory_id
+        head["created_at"] = created_at
+        head["truncated"] = bool(cut)
+        if redact:
+            head["query"] = copier.text(head.get("query") or "")
+            if head.get("error"):
+                head["error"] = copier.text(head["error"])
+        meta = dict(metadata)
+        if cut:
+            meta["truncated"] = cut
+        if copier.redacted:
+            meta["redacted"] = meta.get("redacted", 0) + copier.redacted
+        return encode_parts(head, msgs, out, meta, vector)
     except (UnicodeEncodeError, orjson.JSONEncodeError):
         if not repair:
             raise
@@ -168,39 +185,6 @@ def encode_call(
         redact=redact,
         repair=False,
     )
-
-
-def _encode(
-    trajectory_id: str,
-    created_at: datetime,
-    messages: list[Message],
-    output: ModelOutput | str | None,
-    fields: dict[str, Any],
-    metadata: dict[str, Any],
-    vector: Vector | None,
-    caps: CaptureSettings,
-    redact: bool,
-) -> EncodedTrajectory:
-    copier = _Copier(caps.max_message_chars, redact)
-    msgs, cut = message_dicts(messages, caps, copier)
-    copier.capped = False
-    out = output_dict(output, copier)
-    if copier.capped:
-        cut["capped_output"] = 1
-    head = fields  # the caller's fresh dict, taken over
-    head["id"] = trajectory_id
-    head["created_at"] = created_at
-    head["truncated"] = bool(cut)
-    if redact:
-        head["query"] = copier.text(head.get("query") or "")
-        if head.get("error"):
-            head["error"] = copier.text(head["error"])
-    meta = dict(metadata)
-    if cut:
-        meta["truncated"] = cut
-    if copier.redacted:
-        meta["redacted"] = meta.get("redacted", 0) + copier.redacted
-    return encode_parts(head, msgs, out, meta, vector)
 
 
 def _sanitize(obj: Any) -> Any:
