@@ -248,16 +248,12 @@ def _norm(sentence: str) -> str:
 def same_description(skill: Skill, live: list[Skill], ctx: VetContext) -> list[ScoredSkill]:
     """The live skill (another name) whose description says the same words, if any, with
     its similarity to ``skill``."""
-    words = _words(skill.description)
+    words = _norm(skill.description)
     for other in live:
-        if other.name != skill.name and words and _words(other.description) == words:
+        if other.name != skill.name and words and _norm(other.description) == words:
             score = float(ctx.vector(other) @ ctx.vector(skill))
             return [ScoredSkill(skill=other, score=score)]
     return []
-
-
-def _words(text: str) -> list[str]:
-    return re.findall(r"[a-z0-9]+", text.lower())
 
 
 def merge_bodies(existing: str, new: str, max_chars: int) -> str | None:

@@ -92,15 +92,7 @@ class EncodedTrajectory:
     @property
     def trajectory(self) -> Trajectory:
         if self.built is None:
-            obj = _parse(orjson.loads(self.line))
-            self.built = Trajectory.model_validate(
-                {
-                    **obj["d"],
-                    "messages": obj.get("m") or [],
-                    "output": obj.get("o") or {},
-                    "metadata": obj.get("x") or {},
-                }
-            )
+            self.built = _trajectory(_parse(orjson.loads(self.line)))
         return self.built
 
 
@@ -109,6 +101,18 @@ def _parse(obj: dict[str, Any]) -> dict[str, Any]:
     if isinstance(head.get("created_at"), str):
         head["created_at"] = datetime.fromisoformat(head["created_at"])
     return obj
+
+
+def _trajectory(obj: dict[str, Any]) -> Trajectory:
+    """The Trajectory of a parsed journal line (raises ValueError if it is not one)."""
+    return Trajectory.model_validate(
+        {
+            **obj["d"],
+            "messages": obj.get("m") or [],
+            "output": obj.get("o") or {},
+            "metadata": obj.get("x") or {},
+        }
+    )
 
 
 def encode_parts(
@@ -161,11 +165,9 @@ def decode(line: bytes) -> tuple[str, Any]:
         vec = None
         if obj.get("v"):
             vec = np.frombuffer(binascii.a2b_base64(obj["v"]), dtype=np.float32)
-        record = EncodedTrajectory(line, vec)
-        # Validated now: a record that cannot become a trajectory is corrupt, and is skipped
-        # here rather than failing a whole commit later.
-        record.trajectory  # noqa: B018
-        return kind, record
+        # Validated now, from the line already parsed: a record that cannot become a
+        # trajectory is corrupt, and is skipped here rather than failing a whole commit later.
+        return kind, EncodedTrajectory(line, vec, built=_trajectory(_parse(obj)))
     if kind == KIND_REWARD:
         return kind, Reward.model_validate(obj["d"])
     raise ValueError(f"unknown journal record kind {kind!r}")
