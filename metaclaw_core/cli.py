@@ -129,18 +129,51 @@ def skills_add(
 def skills_import(
     directory: Path,
     replace: Annotated[bool, typer.Option("--replace", help="Update skills already live.")] = False,
+    strict: Annotated[
+        bool, typer.Option("--strict", help="All or nothing: import only if every file passes.")
+    ] = False,
+    allow_flagged: Annotated[
+        bool,
+        typer.Option(
+            "--allow-flagged",
+            help="Admit skills the review holds for a person (you are that person); "
+            "rejected ones stay out.",
+        ),
+    ] = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """Import <name>/SKILL.md folders (all or nothing)."""
+    """Import <name>/SKILL.md folders: a verdict per file; exits 1 if any was held back."""
     with _Guard(), _engine(embedder=True) as engine:
-        gen = engine.library.import_dir(directory, replace=replace)
+        report = engine.library.import_dir(
+            directory, replace=replace, strict=strict, allow_flagged=allow_flagged
+        )
         if as_json:
-            _print_json({"generation": _generation_json(gen)})
+            _print_json(report.to_json())
         else:
+            for name in report.live:
+                out.print(f"live         {name}", highlight=False, markup=False)
+            for name, review in report.quarantined.items():
+                out.print(f"quarantined  {name}", highlight=False, markup=False)
+                for reason in review.reasons():
+                    out.print(f"               {reason}", highlight=False, markup=False)
+            for name, reasons in report.rejected.items():
+                out.print(f"rejected     {name}", highlight=False, markup=False)
+                for reason in reasons:
+                    out.print(f"               {reason}", highlight=False, markup=False)
+            gen = report.generation
             out.print(
-                f"imported {len(gen.added)} new, {len(gen.updated)} updated"
-                f" -> generation {gen.number}"
+                f"imported {len(report.live)} of "
+                f"{len(report.live) + len(report.quarantined) + len(report.rejected)}"
+                + (f" -> generation {gen.number}" if gen else "")
+                + (
+                    f"; {len(report.quarantined)} wait in `metaclaw skills pending`"
+                    if report.quarantined
+                    else ""
+                )
+                + (f"; {len(report.rejected)} refused" if report.rejected else "")
             )
+    if report.held_back:
+        raise typer.Exit(1)
 
 
 @skills_app.command("export")

@@ -414,6 +414,23 @@ class RewardSettings(BaseModel):
     )
 
 
+class ReviewerSettings(LLMEndpointSettings):
+    """The optional LLM reviewer of candidate skills: sees only the skill, never the traffic
+    (off unless ``base_url`` is set; any error, time-out or disagreement quarantines)."""
+
+    timeout_s: float = Field(30.0, gt=0, description="Longest wait for one HTTP attempt.")
+    max_retries: int = Field(1, ge=0, le=10, description="Retries of one failed call.")
+    temperature: float = Field(0.7, ge=0, le=2, description="Sampling temperature per vote.")
+    max_tokens: int = Field(300, ge=16, description="Longest review, in tokens.")
+    votes: int = Field(3, ge=1, le=9, description="m: independent reviews of one skill.")
+    deadline_s: float = Field(
+        60.0,
+        gt=0,
+        description="Hard time-out of one review (all votes): late votes count as "
+        "failed, which quarantines.",
+    )
+
+
 class VettingSettings(BaseModel):
     """Checks every candidate skill passes before it can go live, and the review mode."""
 
@@ -451,13 +468,55 @@ class VettingSettings(BaseModel):
     )
     screen_injection: bool = Field(
         True,
-        description="Refuse skills that override the model's rules, exfiltrate secrets, or "
-        "smuggle URLs or shell commands (every source).",
+        description="Screen every skill for prompt-injection patterns: role markers, "
+        "invisible characters, explicit rule overrides, dangerous commands in code, links "
+        "used as destinations (every source).",
     )
     allowed_url_hosts: list[str] = Field(
         default_factory=list,
-        description="Hosts a skill may link to (with their subdomains); any other URL rejects it.",
+        description="Empty (default): a link is judged by its sentence (a documentation link "
+        "is fine; one that data is sent to is held for review). Non-empty: a strict allow-list "
+        "of hosts (with their subdomains); any other URL rejects the skill.",
     )
+    intent_review: bool = Field(
+        True,
+        description="Review what every skill asks the model to do, by meaning: each sentence "
+        "is compared with the risky-intent exemplars (plugins/intent_exemplars.yaml), locally "
+        "and offline.",
+    )
+    quarantine_score: float = Field(
+        0.8,
+        ge=0,
+        le=1,
+        description="A statement whose risk (the intent classifier's probability that it asks "
+        "for a risky intent) reaches this holds the skill for a person (`metaclaw skills "
+        "pending`). Lower: fewer hostile skills live, more benign ones held "
+        "(docs/benchmarks.md, 'Admission').",
+    )
+    reject_score: float = Field(
+        0.985,
+        ge=0,
+        le=1,
+        description="A statement whose risk reaches this rejects the skill outright.",
+    )
+    exemplar_similarity: float = Field(
+        0.75,
+        ge=0,
+        le=1,
+        description="A statement at least this similar to an exemplar that a plugin adds "
+        "(`metaclaw_review_exemplars`) is risky in that plugin's category.",
+    )
+    max_review_statements: int = Field(
+        200,
+        ge=10,
+        description="Statements the review reads; a longer skill is held for a person.",
+    )
+    check_provenance: bool = Field(
+        True,
+        description="Hold for a person a learned skill distilled from trajectories whose tool "
+        "results (files, pages, command output) carry instructions addressed to the model.",
+    )
+    reviewer: ReviewerSettings = Field(default_factory=lambda: ReviewerSettings())
 
 
 class LifecycleSettings(BaseModel):

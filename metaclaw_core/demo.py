@@ -69,8 +69,9 @@ def run_demo(home: Path | None = None, console: Console | None = None) -> dict[s
             f"{engine.status()['embedding_model']}"
         )
         if not engine.library.live():
-            gen = engine.import_skills(demo_skills_dir())
-            console.print(f"seeded {len(gen.added)} skills -> generation {gen.number}")
+            seeded = engine.import_skills(demo_skills_dir(), strict=True)
+            number = seeded.generation.number if seeded.generation else 0
+            console.print(f"seeded {len(seeded.live)} skills -> generation {number}")
 
         ids: list[str] = []
         for i, task in enumerate([*TASKS, TASKS[0]]):

@@ -35,7 +35,8 @@ from metaclaw_core.models import (
 from metaclaw_core.plugins import make_plugin_manager
 from metaclaw_core.plugins.render import choose_within_budget
 from metaclaw_core.skills.index import SkillSnapshot
-from metaclaw_core.skills.library import SkillLibrary
+from metaclaw_core.skills.library import ImportReport, SkillLibrary
+from metaclaw_core.skills.verdict import Finding, as_findings
 from metaclaw_core.store.db import Store
 from metaclaw_core.store.journal import CaptureJournal
 from metaclaw_core.store.records import EncodedTrajectory, encode_trajectory
@@ -334,17 +335,59 @@ class MetaClaw:
         """Add skills; the next call sees them (the snapshot is rebuilt before this returns)."""
         return self.library.add(skills, reason=reason)
 
-    def import_skills(self, path: str | Path, *, replace: bool = False) -> Generation:
-        return self.library.import_dir(Path(path), replace=replace)
-
-    def _vet(self, skill: Skill, live: list[Skill]) -> list[str]:
-        reasons = self.hook.metaclaw_vet_skill(
-            skill=skill,
-            live=live,
-            settings=self.settings,
-            context=VetContext(self.embedder, self._snapshot),
+    def import_skills(
+        self,
+        path: str | Path,
+        *,
+        replace: bool = False,
+        strict: bool = False,
+        allow_flagged: bool = False,
+    ) -> ImportReport:
+        """Import SKILL.md folders, each judged on its own (see ``SkillLibrary.import_dir``)."""
+        return self.library.import_dir(
+            Path(path), replace=replace, strict=strict, allow_flagged=allow_flagged
         )
-        return [r for r in reasons if r]
+
+    def vet_context(self) -> VetContext:
+        """What vetting checks may consult: the embedder, the live snapshot's vectors, and
+        the risky-intent exemplars plugins add (``metaclaw_review_exemplars``)."""
+        extra: dict[str, list[str]] = {}
+        try:
+            for contributed in self.hook.metaclaw_review_exemplars(settings=self.settings):
+                for category, texts in (contributed or {}).items():
+                    extra.setdefault(str(category), []).extend(str(t) for t in texts)
+        except Exception as exc:  # a broken plugin must not open the gate: its checks still run
+            self.faults.record("review exemplars", exc)
+        return VetContext(self.embedder, self._snapshot, exemplars=extra)
+
+    def vet(
+        self, skill: Skill, live: list[Skill], context: VetContext | None = None
+    ) -> list[Finding]:
+        """Every ``metaclaw_vet_skill`` answer about ``skill``, as findings.
+
+        A check that raises is a finding too (quarantine): when a check cannot decide, the
+        skill waits for a person rather than going live.
+        """
+        try:
+            answers = self.hook.metaclaw_vet_skill(
+                skill=skill,
+                live=live,
+                settings=self.settings,
+                context=context or self.vet_context(),
+            )
+        except Exception as exc:
+            self.faults.record("vetting", exc)
+            return [
+                Finding(
+                    "quarantine",
+                    f"a vetting check failed ({type(exc).__name__}: {exc})",
+                    "vetting",
+                )
+            ]
+        return as_findings(answers)
+
+    def _vet(self, skill: Skill, live: list[Skill]) -> list[Finding]:
+        return self.vet(skill, live)
 
     def _on_generation(self, generation: Generation, skills: list[Skill]) -> None:
         self.refresh_snapshot()

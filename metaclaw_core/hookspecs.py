@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     )
     from metaclaw_core.schedule.signals import IdleSignal, LastCallSource
     from metaclaw_core.skills.index import SkillSnapshot
+    from metaclaw_core.skills.verdict import Finding
     from metaclaw_core.train.backend import TrainingBackend
 
 PROJECT = "metaclaw"
@@ -118,14 +119,29 @@ def metaclaw_score_trajectory(trajectory: Trajectory, settings: Settings) -> Rew
 @hookspec
 def metaclaw_vet_skill(
     skill: Skill, live: list[Skill], settings: Settings, context: VetContext | None
-) -> str | None:
-    """Check a skill before it joins the live library; return a reason to reject it.
+) -> str | Finding | list[Finding] | None:
+    """Check a skill before it joins the live library (every source: evolver, corrections,
+    imports, the API, approvals).
 
-    ``live`` is the live library the skill would join (without the skill it replaces).
-    ``context`` offers embeddings: ``context.closest(skill, live, k, min_similarity)`` gives
-    the most similar live skills (None when the caller has no embedder). Implementations may
-    leave out arguments they do not use. Every implementation is called; any reason rejects
-    the skill (``SkillLibrary.apply`` then writes nothing; the evolver drops that candidate).
+    Return None when you find nothing; a :class:`~metaclaw_core.skills.verdict.Finding`
+    (or a list of them) whose ``outcome`` is ``"reject"`` (never live) or ``"quarantine"``
+    (held for a person: ``metaclaw skills pending``); or a plain string, which rejects (the
+    contract of earlier versions). ``live`` is the live library the skill would join (without
+    the skill it replaces). ``context`` offers embeddings: ``context.embedder``,
+    ``context.closest(skill, live, k, min_similarity)`` (None when the caller has no
+    embedder). Implementations may leave out arguments they do not use. Every implementation
+    is called; the worst outcome wins; an implementation that raises quarantines the skill.
+    """
+
+
+@hookspec
+def metaclaw_review_exemplars(settings: Settings) -> dict[str, list[str]] | None:
+    """Add risky-intent exemplars to the built-in meaning review (``vet_intent``).
+
+    Return ``{category: [instruction, ...]}``: short instructions that ask an agent for the
+    risky thing, in varied plain wording. A new category name adds a category; an existing one
+    extends it. Every implementation is called; the answers are joined. Called when a skill
+    is vetted (off the hot path).
     """
 
 

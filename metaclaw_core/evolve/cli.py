@@ -137,20 +137,34 @@ def judge(
 
 
 def skills_pending(as_json: JsonOpt = False) -> None:
-    """Candidates waiting for review (vetting.review = manual)."""
+    """Candidates waiting for a person: held by vetting (with why), or under manual review."""
     with _Guard(), _engine() as engine:
-        pending = engine.library.pending()
+        held = engine.library.pending_reviews()
         if as_json:
-            _print_json({"pending": [_skill_json(s) for s in pending]})
+            _print_json(
+                {
+                    "pending": [
+                        {
+                            **_skill_json(s),
+                            "verdict": review.verdict,
+                            "findings": [f.to_json() for f in review.findings],
+                        }
+                        for s, review in held
+                    ]
+                }
+            )
             return
-        if not pending:
+        if not held:
             out.print("no candidates are pending review")
             return
         live = {s.name for s in engine.library.live()}
-        for s in pending:
+        for s, review in held:
             kind = "update" if s.name in live else "new"
-            out.print(f"{s.name}  ({kind}, from {s.source})", highlight=False, markup=False)
+            why = "quarantined" if review.findings else "manual review"
+            out.print(f"{s.name}  ({kind}, from {s.source}; {why})", highlight=False, markup=False)
             out.print(f"    {s.description}", highlight=False, markup=False)
+            for reason in review.reasons():
+                out.print(f"    held: {reason}", highlight=False, markup=False)
         out.print("decide with `metaclaw skills approve NAME` or `metaclaw skills reject NAME`")
 
 
@@ -159,7 +173,8 @@ def skills_approve(
     all_: Annotated[bool, typer.Option("--all", help="Approve every pending candidate.")] = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """Make pending candidates live (vetted again): one new generation."""
+    """Make pending candidates live (vetted again; what the review held is yours to admit,
+    what it rejects stays out): one new generation."""
     with _Guard():
         if not names and not all_:
             _fail("name the candidates to approve, or give --all")

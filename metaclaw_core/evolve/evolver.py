@@ -21,6 +21,7 @@ import numpy as np
 from pydantic import ValidationError
 
 from metaclaw_core.errors import StoreError
+from metaclaw_core.evolve.provenance import instructions_in_data
 from metaclaw_core.evolve.record import EvolutionLog
 from metaclaw_core.evolve.support import Failure, SupportSet, correction_key
 from metaclaw_core.evolve.vetting import VetContext
@@ -40,6 +41,7 @@ from metaclaw_core.models import (
     utcnow,
 )
 from metaclaw_core.reward.transcript import clip, render_transcript, safe
+from metaclaw_core.skills.verdict import Finding, Review
 
 if TYPE_CHECKING:
     from metaclaw_core.engine import MetaClaw
@@ -47,7 +49,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("metaclaw.evolve")
 
 Mode = Literal["llm", "feedback"]
-Verdict = Literal["live", "pending", "accepted", "rejected"]
+Verdict = Literal["live", "pending", "quarantined", "accepted", "rejected"]
 
 EVOLVER_SYSTEM = """You are the skill evolver of an AI agent. Skills are short behavioural rules \
 that are added to the agent's system prompt for the tasks they fit. Study the failures below \
@@ -164,6 +166,7 @@ class Candidate:
     verdict: Verdict = "rejected"
     reasons: list[str] = field(default_factory=list)
     merged_into: str | None = None
+    findings: list[Finding] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -172,6 +175,7 @@ class Candidate:
             "verdict": self.verdict,
             "reasons": list(self.reasons),
             "merged_into": self.merged_into,
+            "findings": [f.to_json() for f in self.findings],
         }
 
 
@@ -199,6 +203,10 @@ class EvolutionReport:
         return [c.skill.name for c in self.candidates if c.verdict == "pending"]
 
     @property
+    def quarantined(self) -> list[str]:
+        return [c.skill.name for c in self.candidates if c.verdict == "quarantined"]
+
+    @property
     def rejected(self) -> list[str]:
         return [c.skill.name for c in self.candidates if c.verdict == "rejected"]
 
@@ -216,10 +224,29 @@ class EvolutionReport:
             else self.generation.model_dump(mode="json"),
             "live": self.live,
             "pending": self.pending,
+            "quarantined": self.quarantined,
             "rejected": self.rejected,
             "model": self.model,
             "message": self.message,
         }
+
+
+_STRUCTURE = re.compile(r"^\s*-{3,}\s*$|^\s*[\w-]+\s*:\s", re.M)
+
+
+def malformed_field(label: str, text: str) -> str | None:
+    """Why a one-line field the evolver sent is malformed (several lines, front matter,
+    control characters), or None. Such a candidate is rejected, never flattened."""
+    if "\n" in text or "\r" in text:
+        lines = [ln for ln in text.splitlines() if ln.strip()]
+        if len(lines) > 1 and any(_STRUCTURE.match(ln) for ln in lines[1:]):
+            return f"{label} carries front matter or 'key: value' lines (structure smuggling)"
+        return f"{label} spans several lines; it must be one line"
+    if any(ord(c) < 32 for c in text):
+        return f"{label} contains control characters"
+    if label == "name" and re.search(r"[:<>{}|`]|---", text):
+        return "name carries markup or 'key: value' text; it must be a plain slug"
+    return None
 
 
 def slugify(text: str, max_chars: int = 48, *, drop_stopwords: bool = False) -> str:
@@ -275,6 +302,7 @@ class SkillEvolver:
         self.client = client or LLMClient("evolver", self.settings.evolver)
         self.support = SupportSet(engine.store, engine.trajectories)
         self.log = EvolutionLog(engine.store)
+        self._last_failures: list[Failure] = []
         # One evolution at a time per engine (whichever evolver object runs it): two would
         # propose against the same library and consume the same failures.
         with _LOCKS_GUARD:
@@ -395,10 +423,25 @@ class SkillEvolver:
                 for r in refs
                 if isinstance(r, int) and not isinstance(r, bool) and 1 <= r <= len(ids)
             ] or list(ids)
-            name = slugify(str(it.get("name") or ""), self.settings.vetting.max_name_chars)
-            desc = " ".join(str(it.get("description") or "").split())
+            raw_name = str(it.get("name") or "")
+            raw_desc = str(it.get("description") or "").strip()
+            name = slugify(raw_name, self.settings.vetting.max_name_chars)
+            desc = raw_desc
             category = it.get("category")
             updates = it.get("updates")
+            malformed = malformed_field("name", raw_name) or malformed_field(
+                "description", raw_desc
+            )
+            if malformed:  # never normalised into something admissible
+                shell = Skill.model_construct(
+                    name=name or "(unnamed)",
+                    description=" ".join(raw_desc.split())[:300],
+                    body=str(it.get("body") or ""),
+                    source="evolver",
+                    provenance=prov,
+                )
+                out.append(Candidate(shell, reasons=[malformed]))
+                continue
             try:
                 skill = Skill(
                     name=name,
@@ -458,6 +501,7 @@ class SkillEvolver:
                 model=self.settings.evolver.model,
             )
             failures = self.select_failures(prefer=prefer)
+            self._last_failures = failures
             report.failures = [f.id for f in failures]
             if not failures:
                 report.message = "no new failures to learn from"
@@ -560,7 +604,7 @@ class SkillEvolver:
         v = self.settings.vetting
         live = {s.name: s for s in lib.live()}
         pending = {s.name for s in lib.pending()}
-        ctx = VetContext(self.engine.embedder, self.engine.snapshot)
+        ctx = self.engine.vet_context()
         todo = [c for c in report.candidates if c.verdict == "accepted"]
         claimed: dict[str, Candidate] = {}  # live name → the candidate that updates it
 
@@ -645,26 +689,48 @@ class SkillEvolver:
             if c.verdict == "accepted" and names.count(c.skill.name) > 1 and c.updates is None:
                 c.verdict, c.reasons = "rejected", [*c.reasons, "duplicate name in this batch"]
                 names.remove(c.skill.name)
-        # Vetting: every check plugin, against the live skills this change keeps.
+        # Vetting: every check plugin, against the live skills this change keeps; each
+        # candidate is judged on its own.
         changing = {c.updates for c in todo if c.verdict == "accepted" and c.updates}
         others = [s for n, s in live.items() if n not in changing]
+        tainted = self._tainted_sources(report) if v.check_provenance else {}
         for c in todo:
             if c.verdict != "accepted":
                 continue
-            found = self.engine.hook.metaclaw_vet_skill(
-                skill=c.skill, live=others, settings=self.settings, context=ctx
-            )
-            problems = [p for p in found if p]
-            if problems:
+            c.findings = self.engine.vet(c.skill, others, ctx)
+            for fid in c.skill.provenance:
+                if fid in tainted:
+                    c.findings.append(tainted[fid])
+                    break
+            review = Review(c.findings)
+            if review.verdict == "reject":
                 c.verdict = "rejected"
-                c.reasons += problems
+                c.reasons += review.reasons()
+            elif review.verdict == "quarantine":
+                c.verdict = "quarantined"
+                c.reasons += review.reasons()
+        held = [c for c in todo if c.verdict == "quarantined"]
         ok = [c for c in todo if c.verdict == "accepted"]
+        if report.dry_run:
+            report.message = report.message or (
+                f"{len(ok)} candidate(s) would pass vetting"
+                + (f", {len(held)} would be held for review" if held else "")
+            )
+            return
+        if held:
+            # held for a person, with the findings: `metaclaw skills pending`
+            lib.propose(
+                [c.skill for c in held],
+                reason=f"held for review: {self._reason(report, held)}",
+                reviews={c.skill.name: Review(c.findings) for c in held},
+            )
         if not ok:
             if report.candidates and not report.message:
-                report.message = "every candidate was rejected"
-            return
-        if report.dry_run:
-            report.message = report.message or f"{len(ok)} candidate(s) would pass vetting"
+                report.message = (
+                    f"{len(held)} candidate(s) held for review: `metaclaw skills pending`"
+                    if held
+                    else "every candidate was rejected"
+                )
             return
         reason = self._reason(report, ok)
         added = [c.skill for c in ok if c.updates is None]
@@ -679,6 +745,22 @@ class SkillEvolver:
             for c in ok:
                 c.verdict = "live"
             report.message = f"generation {report.generation.number}: {', '.join(report.live)}"
+        if held:
+            report.message += f"; {len(held)} held for review: `metaclaw skills pending`"
+
+    def _tainted_sources(self, report: EvolutionReport) -> dict[str, Finding]:
+        """The failures this evolution read whose data (tool results: files, pages, command
+        output) carries instructions addressed to the model, by trajectory id."""
+        out: dict[str, Finding] = {}
+        if report.mode != "llm":  # a correction is the user's own words, not the data's
+            return out
+        for f in self._last_failures:
+            if f.trajectory is None or f.id not in report.failures:
+                continue
+            found = instructions_in_data(f.trajectory, self.engine.embedder, self.settings)
+            if found is not None:
+                out[f.id] = found
+        return out
 
     @staticmethod
     def _reason(report: EvolutionReport, ok: list[Candidate]) -> str:
@@ -700,7 +782,7 @@ class SkillEvolver:
                 correction_keys=correction_keys,
                 generation=report.generation.number if report.generation else None,
                 live=report.live,
-                pending=report.pending,
+                pending=report.pending + report.quarantined,
                 rejected=report.rejected,
                 model=report.model,
                 report=report.to_json(),

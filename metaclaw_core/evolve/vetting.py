@@ -7,6 +7,8 @@ skills' vectors come from the engine's in-memory snapshot when it holds the same
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+
 import numpy as np
 import numpy.typing as npt
 
@@ -18,9 +20,17 @@ from metaclaw_core.skills.index import SkillSnapshot, from_record
 class VetContext:
     """Similarity look-ups for vetting (off the hot path; embeds at most once per text)."""
 
-    def __init__(self, embedder: Embedder, snapshot: SkillSnapshot | None = None) -> None:
+    def __init__(
+        self,
+        embedder: Embedder,
+        snapshot: SkillSnapshot | None = None,
+        *,
+        exemplars: Mapping[str, Sequence[str]] | None = None,
+    ) -> None:
         self.embedder = embedder
         self._snapshot = snapshot
+        # risky-intent exemplars that plugins add (``metaclaw_review_exemplars``), by category
+        self.exemplars: Mapping[str, Sequence[str]] = exemplars or {}
         self._vectors: dict[str, npt.NDArray[np.float32]] = {}
 
     def _seed(self) -> None:

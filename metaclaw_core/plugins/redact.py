@@ -91,6 +91,16 @@ def _redact(text: str) -> tuple[str, int]:
     return text, count
 
 
+def find_secrets(text: str) -> list[tuple[str, str]]:
+    """(kind, matched text) of every secret-looking span in ``text`` (for vetting)."""
+    lower = text.lower()
+    found: list[tuple[str, str]] = []
+    for kind, triggers in TRIGGERS.items():
+        if any(t in lower for t in triggers):
+            found += [(kind, m.group(0)) for m in _COMPILED[kind].finditer(text)]
+    return found
+
+
 def redact_trajectory(t: Trajectory) -> int:
     """Redact every text field of ``t`` in place; return the number of secrets replaced."""
     total = 0

@@ -1,9 +1,21 @@
-"""Built-in vetting: prompt-injection screening of every skill, whatever its source.
+"""Built-in vetting: patterns no admissible skill carries, read in context, for every source.
 
 A skill is injected into every future prompt it fits, so a poisoned one is a persistent
-injection (the upstream evolver had exactly this hole). Refused: instructions against the
-model's rules, role or system-prompt smuggling, secret exfiltration, URLs to hosts not in
-``vetting.allowed_url_hosts``, dangerous shell commands, and invisible characters.
+injection (the upstream evolver had exactly this hole). This check looks for what can be
+recognised by form, with code and warnings read as what they are
+(:mod:`metaclaw_core.skills.reading`):
+
+* **rejected**: role or chat-template markers and fake skill delimiters (anywhere), explicit
+  instructions to set the model's rules aside (in a statement that does not warn against
+  it), ``javascript:``/``data:``/``file:`` links, reverse shells and fork bombs;
+* **quarantined**: commands in code or prose that fetch and run, upload files, read key
+  files, wipe history or logs, weaken permissions, TLS or firewalls, or install persistence
+  (unless a warning frames them); a link or e-mail address that a statement sends data to or
+  tells the model to fetch and follow; bare IP-address links. With ``vetting.allowed_url_hosts``
+  set, any link to another host rejects the skill (a strict allow-list).
+
+What a skill asks for in plain words is judged by meaning in ``vet_intent``; invisible and
+look-alike characters in ``vet_limits``.
 """
 
 from __future__ import annotations
@@ -13,6 +25,8 @@ import re
 from metaclaw_core.config import Settings
 from metaclaw_core.hookspecs import hookimpl
 from metaclaw_core.models import Skill
+from metaclaw_core.skills.reading import Statement, fenced_blocks, read_skill
+from metaclaw_core.skills.verdict import Finding
 
 _I = re.IGNORECASE | re.MULTILINE
 
@@ -30,101 +44,287 @@ OVERRIDE = [
     ),
     re.compile(r"\bnew (?:system )?(?:prompt|instructions)\b", _I),
     re.compile(
-        r"\b(?:do not|don't|never) (?:tell|inform|alert|notify|let) the user\b|"
-        r"\bwithout (?:telling|informing|notifying) the user\b|\bsecretly\b",
-        _I,
-    ),
-    re.compile(
         r"\b(?:reveal|print|repeat|output|show|dump|leak)\b[^.\n]{0,20}\b(?:your|the)\s+"
         r"(?:system prompt|hidden instructions|instructions above)",
         _I,
     ),
 ]
-ROLE_TAGS = re.compile(
-    r"<\|?(?:im_start|im_end|endoftext|system|eot_id|start_header_id)\|?>|</?system>|"
-    r"\[/?INST\]|<<SYS>>|^\s*(?:system|assistant|developer)\s*:",
+ROLE_TOKENS = re.compile(
+    r"<\|?(?:im_start|im_end|endoftext|eot_id|start_header_id|end_header_id)\|?>|"
+    r"</?(?:system|skill|skills|instructions?|assistant|developer)\b[^>\n]{0,80}>|"
+    r"\[/?INST\]|<<SYS>>|-{3,}\s*(?:BEGIN|END)\s+(?!(?:[A-Z]+ )*PRIVATE KEY)[A-Z][A-Z ]{2,40}-{3,}",
     _I,
 )
-SECRET = re.compile(
-    r"\b(?:api[ _-]?keys?|secret[ _-]?keys?|secrets|passwords?|passwd|credentials?|"
-    r"private[ _-]?keys?|ssh[ _-]?keys?|(?:access|auth|api|bearer|session|refresh)[ _-]?tokens?|"
-    r"environment variables|env vars|cookies)\b|\.env\b|id_rsa|/etc/(?:passwd|shadow)",
-    _I,
-)
-SEND = re.compile(
-    r"\b(?:send|sends|post|upload|transmit|forward|e-?mail|exfiltrat\w*|leak|share|reveal|"
-    r"disclose|include|append|embed|paste|print|output|echo|copy|write|read|cat)\b",
-    _I,
-)
-NEGATED = re.compile(r"\b(?:never|not|no|don't|do not|must not|mustn't|avoid|refuse|without)\b", _I)
+ROLE_LINE = re.compile(r"^\s*(?:system|assistant|developer|user)\s*:\s*\S", _I)
 URL = re.compile(
-    r"\b(?:https?|ftp|wss?|file|data|javascript):[^\s<>()\"']+|\bwww\.[^\s<>()\"']+|"
-    r"\b[a-z0-9][a-z0-9-]*(?:\.[a-z0-9-]+)*\.(?:com|net|org|io|ru|cn|xyz|top|info|biz|"
-    r"example|site|online|click|link)\b(?![.-]?[a-z0-9])",
+    r"\b(?:https?|ftp|wss?|file|data|javascript|vbscript):[^\s<>()\"'`]+|"
+    r"\bwww\.[^\s<>()\"'`]+",
     _I,
 )
-EMAIL = re.compile(r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)+\b")
-SHELL = [
-    re.compile(r"\b(?:curl|wget|nc|ncat|netcat|socat|telnet|scp|rsync|ftp)\s+[-\w$\"'/:.]", _I),
-    re.compile(r"\|\s*(?:ba|z|k|da)?sh\b|\|\s*(?:python3?|perl|ruby|node)\b", _I),
-    re.compile(r"\b(?:bash|sh|zsh|powershell|pwsh|cmd(?:\.exe)?)\s+(?:-c|/c|-enc\w*|-e)\b", _I),
-    re.compile(r"\brm\s+-[a-z]*(?:rf|fr)\b|\brm\s+-[a-z]*r[a-z]*\s+/", _I),
-    re.compile(r"\b(?:eval|exec)\s*\(|\bos\.system\b|\bsubprocess\.|\b__import__\b", _I),
-    re.compile(r"\bchmod\s+(?:\+x|[0-7]{3,4})\b|\bsudo\s+\S|\bmkfifo\b|\bcrontab\s+-", _I),
-    re.compile(r"\bbase64\s+(?:-d|--decode)\b|/dev/tcp/|\bdd\s+if=|\bnohup\b", _I),
-    re.compile(r"\$\([^)]{2,}\)|`[^`]*\b(?:curl|wget|bash|sh|rm|nc|eval)\b[^`]*`", _I),
-]
-INVISIBLE = re.compile(
-    "[\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff\U000e0000-\U000e007f]"
+BAD_SCHEME = re.compile(r"^(?:file|data|javascript|vbscript):", _I)
+# a bare host name ("collector.evil.io"), not a file name or an attribute ("config.yaml",
+# "logging.INFO", "df.info")
+HOST_LIKE = re.compile(
+    r"\b(?:[a-z0-9-]+\.)+(?!(?:py|js|ts|md|txt|ya?ml|json|toml|csv|log|sh|env|ini|cfg|conf|html?|"
+    r"css|sql|xml|lock|pem|key|pdf|png|jpe?g|gif|zip|gz|tar|info|debug|error|warn|get|set|post|"
+    r"put|items|keys|values|append|format|name|path|id|exe|dll|so|rb|go|rs|java|kt|swift)\b)"
+    r"[a-z]{2,12}\b(?:/[^\s<>()\"'`]*)?",
+    _I,
+)
+IP_HOST = re.compile(r"^(?:[a-z]+://)?(?:\d{1,3}\.){3}\d{1,3}(?::\d+)?(?:/|$)", _I)
+EMAIL = re.compile(r"\b[\w.+-]+@([\w-]+(?:\.[\w-]+)+)\b")
+# RFC 2606 / 6761 names that are examples by definition
+_EXAMPLE_HOST = re.compile(r"(?:^|\.)(?:example\.(?:com|org|net)|example|test|invalid|localhost)$")
+# a statement that sends something to the address it names, or takes orders from it
+_SENDS = re.compile(
+    r"\b(?:send|sends|sent|post|posts|upload\w*|forward\w*|submit\w*|report\w* to|push\w* to|"
+    r"sync\w*|mirror\w*|share\w* with|copy\w* to|cc|bcc|e-?mail\w* (?:it|them|a copy|the)|"
+    r"notify|ping|beacon|webhook|transmit\w*|exfiltrat\w*|attach\w*|pipe\w*)\b",
+    _I,
+)
+_OBEYS = re.compile(
+    r"\b(?:follow\w*|obey\w*|do what|carry out|act on|apply (?:what|the instructions)|"
+    r"execute what|run what|comply with)\b",
+    _I,
 )
 
 
-def _host_allowed(url: str, allowed: list[str]) -> bool:
+# Commands that fetch and run, upload, read key files, wipe traces, weaken or persist.
+HARD_CODE = [
+    (
+        re.compile(
+            r"/dev/tcp/|\bnc\b[^\n|;]*\s-[a-z]*e\b|\bbash\s+-i\s+>&|:\(\)\s*\{\s*:\|:&\s*\};:"
+        ),
+        "a reverse shell or fork bomb",
+    ),
+]
+RISKY_CODE = [
+    (
+        re.compile(
+            r"\b(?:curl|wget|iwr|Invoke-WebRequest)\b[^\n]*\|\s*(?:sudo\s+)?(?:ba|z|k|da)?sh\b|"
+            r"\b(?:curl|wget)\b[^\n]*\|\s*(?:python3?|perl|ruby|node)\b|"
+            r"\bbase64\s+(?:-d|--decode)\b[^\n]*\|\s*(?:ba)?sh\b",
+            _I,
+        ),
+        "fetches code and runs it",
+    ),
+    (
+        re.compile(
+            r"\bcurl\b[^\n]*(?:\s(?:-d|--data(?:-binary|-raw)?|-F|--form)\s+\S*@|\s(?:-T|"
+            r"--upload-file)\s)|\bscp\b[^\n]*\s\S+@\S+:|\brsync\b[^\n]*\s\S+@\S+:",
+            _I,
+        ),
+        "uploads files to another host",
+    ),
+    (
+        re.compile(
+            r"\.ssh/(?:id_|authorized_keys)|\bid_(?:rsa|ed25519|ecdsa)\b(?!\.pub)|"
+            r"\.aws/credentials|/etc/shadow|\.netrc\b|\.git-credentials|"
+            r"\bsecurity\s+find-(?:generic|internet)-password",
+            _I,
+        ),
+        "reads or writes key and credential files",
+    ),
+    (
+        re.compile(
+            r"\bhistory\s+-c\b|\bunset\s+HISTFILE\b|HISTFILE=/dev/null|HISTSIZE=0|"
+            r">\s*~?/?\S*_history\b|\b(?:rm|truncate|shred)\b[^\n]*(?:_history|/var/log|\.log\b|"
+            r"audit)|\bauditctl\s+-(?:e\s*0|D)\b|\bstop-logging\b|\bdelete-trail\b|"
+            r"\bshred\b|\bjournalctl\b[^\n]*--vacuum|\bwevtutil\s+cl\b|"
+            r"\bgit\s+reflog\s+expire\b|\bgit\s+filter-(?:branch|repo)\b",
+            _I,
+        ),
+        "wipes history, logs or audit trails",
+    ),
+    (
+        re.compile(
+            r"\bchmod\s+(?:-R\s+)?(?:0?777|a\+rwx)\s+/(?:\s|$)|\bchmod\s+-R\s+\S+\s+/(?:\s|$)|"
+            r"\bchown\s+-R\s+\S+\s+/(?:\s|$)|\bNOPASSWD\b|/etc/sudoers|\bvisudo\b|"
+            r"\bsetenforce\s+0\b|\bufw\s+disable\b|\biptables\s+-F\b|"
+            r"\bsystemctl\s+(?:stop|disable)\s+(?:firewalld|ufw|apparmor|auditd)\b|"
+            r"\bverify\s*=\s*False\b|NODE_TLS_REJECT_UNAUTHORIZED\s*=\s*['\"]?0|"
+            r"StrictHostKeyChecking\s*=?\s*no|--dangerously-skip-permissions|"
+            r"PYTHONHTTPSVERIFY\s*=\s*0|sslVerify\s+false|strict-ssl\s+false|"
+            r"\btrusted-host\b|PermitRootLogin\s+yes|PasswordAuthentication\s+yes|"
+            r"--acl\s+public-read|\bpublic-read(?:-write)?\b|"
+            r"\bcurl\b[^\n]*\s(?:-k|--insecure)\b",
+            _I,
+        ),
+        "weakens permissions, TLS, the firewall or the sandbox",
+    ),
+    (
+        re.compile(
+            r"\brm\s+-[a-z]*r[a-z]*f?[a-z]*\s+(?:--no-preserve-root\s+)?(?:/|~|\$HOME|/\*)"
+            r"(?:\s|$)|\bmkfs\.|\bdd\s+if=[^\n]*of=/dev/|\bDROP\s+DATABASE\b",
+            _I,
+        ),
+        "destroys a disk, the home folder or a database",
+    ),
+    (
+        re.compile(
+            r"\bcrontab\s+-|/etc/cron|@reboot\b|\bsystemctl\s+enable\b|\blaunchctl\s+load\b|"
+            r">>\s*~?/?\S*\.(?:bashrc|zshrc|profile)\b|\bnohup\b[^\n]*&\s*$",
+            _I,
+        ),
+        "installs something that keeps running",
+    ),
+    (re.compile(r"\bgit\s+push\b[^\n]*\s(?:-f|--force)(?:\s|$)", _I), "force-pushes"),
+]
+
+
+def _host(url: str) -> str:
     host = re.sub(r"^[a-z]+:(?://)?", "", url.lower()).split("/")[0].split(":")[0]
-    host = host.removeprefix("www.")
+    return host.removeprefix("www.").split("@")[-1]
+
+
+def host_allowed(url: str, allowed: list[str]) -> bool:
+    host = _host(url)
     return any(host == a.lower() or host.endswith("." + a.lower()) for a in allowed)
 
 
-def screen(text: str, allowed_hosts: list[str]) -> str | None:
-    """Why ``text`` looks like a prompt injection, or None."""
-    if INVISIBLE.search(text):
-        return "contains invisible or direction-changing characters (text smuggling)"
-    for pattern in OVERRIDE:
-        m = pattern.search(text)
+def _code_findings(code: str, warned: bool) -> list[Finding]:
+    out: list[Finding] = []
+    for pattern, what in HARD_CODE:
+        m = pattern.search(code)
         if m:
-            return f"tells the model to set aside its rules ({m.group(0)[:60]!r})"
-    m = ROLE_TAGS.search(text)
-    if m:
-        return f"contains a role or system-prompt marker ({m.group(0).strip()[:30]!r})"
-    for sentence in re.split(r"(?<=[.!?;])\s+|\n+", text):
-        secret = SECRET.search(sentence)
-        verb = SEND.search(sentence)
-        if secret and verb and not NEGATED.search(sentence):
-            return (
-                f"asks to handle secrets ({secret.group(0)!r} with {verb.group(0)!r}): exfiltration"
-            )
-    m = EMAIL.search(text)
-    if m:
-        return f"contains an e-mail address ({m.group(0)[:60]!r}): a possible exfiltration target"
-    for m in URL.finditer(text):
-        if not _host_allowed(m.group(0), allowed_hosts):
-            return (
-                f"contains a link to {m.group(0)[:60]!r}; skills may only link to hosts in "
-                "vetting.allowed_url_hosts"
-            )
-    for pattern in SHELL:
-        m = pattern.search(text)
+            out.append(Finding("reject", f"contains {what}", "patterns", "code", m.group(0)[:120]))
+    if warned:
+        return out
+    for pattern, what in RISKY_CODE:
+        m = pattern.search(code)
         if m:
-            return f"contains a shell command that fetches, runs or destroys ({m.group(0)[:60]!r})"
-    return None
+            out.append(
+                Finding(
+                    "quarantine", f"a command that {what}", "patterns", "code", m.group(0)[:120]
+                )
+            )
+    return out
+
+
+def _statement_findings(st: Statement, allowed_hosts: list[str]) -> list[Finding]:
+    out: list[Finding] = []
+    text = st.text
+    if not st.prohibited:
+        for pattern in OVERRIDE:
+            m = pattern.search(text)
+            if m:
+                out.append(
+                    Finding(
+                        "reject",
+                        "tells the model to set aside its rules",
+                        "patterns",
+                        "override",
+                        text[:200],
+                    )
+                )
+                break
+    urls = [m.group(0).rstrip(".,;:!?") for m in URL.finditer(text)]
+    for url in urls:
+        if BAD_SCHEME.match(url):
+            out.append(
+                Finding(
+                    "reject", f"contains a {url.split(':')[0]}: link", "patterns", "link", url[:120]
+                )
+            )
+        elif allowed_hosts and not host_allowed(url, allowed_hosts):
+            out.append(
+                Finding(
+                    "reject",
+                    f"links to {_host(url)!r}, not in vetting.allowed_url_hosts",
+                    "patterns",
+                    "link",
+                    url[:120],
+                )
+            )
+        elif IP_HOST.match(url):
+            out.append(
+                Finding("quarantine", "links to a bare IP address", "patterns", "link", url[:120])
+            )
+    if st.prohibited:
+        return out
+    sends, obeys = _SENDS.search(text), _OBEYS.search(text)
+    outside = [u for u in urls if not (allowed_hosts and host_allowed(u, allowed_hosts))]
+    if sends:
+        outside += [
+            m.group(0)
+            for m in HOST_LIKE.finditer(text)
+            if not urls and not _EXAMPLE_HOST.search(_host(m.group(0)))
+        ]
+        emails = [
+            m.group(0) for m in EMAIL.finditer(text) if not _EXAMPLE_HOST.search(m.group(1).lower())
+        ]
+        if emails:
+            out.append(
+                Finding(
+                    "quarantine",
+                    f"{sends.group(0)!r} to an e-mail address",
+                    "patterns",
+                    "exfiltration",
+                    text[:200],
+                )
+            )
+    verb = sends or obeys
+    if verb and outside:
+        out.append(
+            Finding(
+                "quarantine",
+                f"{verb.group(0)!r} with an outside address",
+                "patterns",
+                "exfiltration" if sends else "trust",
+                text[:200],
+            )
+        )
+    return out
+
+
+def screen(skill_text: str, allowed_hosts: list[str]) -> list[Finding]:
+    """What ``skill_text`` carries that no admissible skill does (empty: nothing)."""
+    out: list[Finding] = []
+    m = ROLE_TOKENS.search(skill_text)
+    if m:
+        out.append(
+            Finding(
+                "reject",
+                "contains a role, chat-template or skill delimiter marker",
+                "patterns",
+                "structure",
+                m.group(0)[:80],
+            )
+        )
+    reading = read_skill(skill_text)
+    for line in reading.prose.splitlines():
+        if ROLE_LINE.match(line):
+            out.append(
+                Finding(
+                    "reject",
+                    "a line speaks as another role ('system:' ...)",
+                    "patterns",
+                    "structure",
+                    line.strip()[:120],
+                )
+            )
+            break
+    for st in reading.statements:
+        out += _statement_findings(st, allowed_hosts)
+    for block, warned in fenced_blocks(skill_text):
+        out += _code_findings(block, warned)
+    for st in reading.statements:  # prose and inline code (its backticks removed)
+        out += _code_findings(st.text, st.prohibited)
+    seen: set[tuple[str, str | None]] = set()
+    unique = []
+    for f in out:
+        if (f.reason, f.sentence) not in seen:
+            seen.add((f.reason, f.sentence))
+            unique.append(f)
+    return unique
 
 
 @hookimpl
-def metaclaw_vet_skill(skill: Skill, live: list[Skill], settings: Settings) -> str | None:
+def metaclaw_vet_skill(skill: Skill, live: list[Skill], settings: Settings) -> list[Finding] | None:
     if not settings.vetting.screen_injection:
         return None
     found = screen(
-        f"{skill.name}\n{skill.description}\n{skill.category or ''}\n{skill.body}",
+        f"{skill.description}\n\n{skill.body}\n\n{skill.category or ''}",
         settings.vetting.allowed_url_hosts,
     )
-    return f"prompt injection: {found}" if found else None
+    return found or None

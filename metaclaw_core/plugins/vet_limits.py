@@ -1,22 +1,75 @@
-"""Built-in vetting: schema, size and slug limits, and front-matter-safe text.
+"""Built-in vetting: schema, size and slug limits, and text that is what it looks like.
 
 The ``Skill`` model already refuses what could never be stored; this check adds the limits of
-``[vetting]`` and proves the skill survives a SKILL.md round trip unchanged (so no
-description, category or body can smuggle extra front matter into an exported file).
+``[vetting]``, proves the skill survives a SKILL.md round trip unchanged (so no description,
+category or body can smuggle extra front matter into an exported file), and rejects text that
+hides something: front matter or ``key: value`` header lines inside the body's prose,
+invisible or direction-changing characters, and look-alike letters (a Cyrillic or Greek letter
+inside a Latin word, full-width or mathematical letters). Malformed means rejected, never
+normalised into something admissible.
 """
 
 from __future__ import annotations
 
 import re
+import unicodedata
 
 from metaclaw_core.config import Settings
 from metaclaw_core.errors import SkillFormatError
 from metaclaw_core.hookspecs import hookimpl
 from metaclaw_core.models import SKILL_NAME_RE, Skill
+from metaclaw_core.skills.reading import split_code
 from metaclaw_core.skills.skillmd import dump_skill_md, parse_skill_md
+from metaclaw_core.skills.verdict import Finding
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 MAX_CATEGORY_CHARS = 48
+INVISIBLE = re.compile(
+    "[\u00ad\u180e\u200b-\u200f\u2028-\u202e\u2060-\u2064\u2066-\u2069\ufeff"
+    "\ufff9-\ufffb\U000e0000-\U000e007f]"
+)
+_FRONT_KEY = re.compile(
+    r"^\s*(?:name|description|category|priority|role|metadata|version|tags|license|"
+    r"source|status|system|instructions)\s*:",
+    re.M,
+)
+_RULER = re.compile(r"^\s*-{3,}\s*$", re.M)
+_WORDS = re.compile(r"[^\W\d_]+", re.UNICODE)
+
+
+def _script(ch: str) -> str:
+    name = unicodedata.name(ch, "")
+    if name.startswith(("FULLWIDTH LATIN", "MATHEMATICAL")):
+        return "lookalike"
+    return name.split(" ", 1)[0]  # LATIN, CYRILLIC, GREEK, ...
+
+
+def hidden_text(label: str, text: str) -> str | None:
+    """Why ``text`` hides something (invisible or look-alike characters), or None."""
+    m = INVISIBLE.search(text)
+    if m:
+        code = f"U+{ord(m.group(0)):04X}"
+        return f"{label} contains an invisible or direction-changing character ({code})"
+    for word in _WORDS.findall(text):
+        scripts = {_script(c) for c in word}
+        if "lookalike" in scripts:
+            return f"{label} contains full-width or mathematical look-alike letters ({word!r})"
+        if "LATIN" in scripts and scripts & {"CYRILLIC", "GREEK"}:
+            return f"{label} mixes Latin with Cyrillic or Greek letters in one word ({word!r})"
+    return None
+
+
+def smuggled_header(body: str) -> str | None:
+    """Front matter or header lines in the body's prose (code blocks are examples)."""
+    prose, _ = split_code(body)
+    key = _FRONT_KEY.search(prose)
+    if key:
+        return f"the body has a front-matter line outside code ({key.group(0).strip()!r})"
+    for ruler in _RULER.finditer(prose):
+        after = prose[ruler.end() :].lstrip("\n").splitlines()[:1]
+        if after and re.match(r"^\s*[\w-]+\s*:\s*\S", after[0]):
+            return "the body opens a front-matter block ('---' then 'key: value')"
+    return None
 
 
 def check_limits(skill: Skill, settings: Settings) -> str | None:
@@ -37,13 +90,19 @@ def check_limits(skill: Skill, settings: Settings) -> str | None:
     ):
         return f"category must be one line of at most {MAX_CATEGORY_CHARS} characters"
     for label, text in (
+        ("name", skill.name),
         ("description", skill.description),
         ("body", skill.body),
         ("category", skill.category or ""),
     ):
         if _CONTROL.search(text):
             return f"{label} contains control characters"
-    return None
+        hidden = hidden_text(label, text)
+        if hidden:
+            return hidden
+    if _FRONT_KEY.search(skill.description) or "---" in skill.description:
+        return "the description carries front matter ('key:' or '---')"
+    return smuggled_header(skill.body)
 
 
 def check_front_matter(skill: Skill) -> str | None:
@@ -62,5 +121,6 @@ def check_front_matter(skill: Skill) -> str | None:
 
 
 @hookimpl(trylast=True)
-def metaclaw_vet_skill(skill: Skill, live: list[Skill], settings: Settings) -> str | None:
-    return check_limits(skill, settings) or check_front_matter(skill)
+def metaclaw_vet_skill(skill: Skill, live: list[Skill], settings: Settings) -> Finding | None:
+    why = check_limits(skill, settings) or check_front_matter(skill)
+    return Finding("reject", why, "structure", "structure") if why else None

@@ -1,23 +1,65 @@
 """Built-in vetting: checks every skill must pass before it can go live.
 
-Deeper checks (near-duplicates, conflicts, prompt-injection screening) are further plugins
-of the same hook.
+The block markers could break out of the injected block; a real secret in a skill would be
+injected into every prompt it fits. Deeper checks (structure, patterns, meaning, duplicates,
+conflicts) are further plugins of the same hook.
 """
 
 from __future__ import annotations
 
+import re
+
 from metaclaw_core.config import Settings
 from metaclaw_core.hookspecs import hookimpl
 from metaclaw_core.models import Skill
-from metaclaw_core.plugins.redact import redact_text
+from metaclaw_core.plugins.redact import find_secrets
 from metaclaw_core.plugins.render import BLOCK_END, BLOCK_START
+from metaclaw_core.skills.verdict import Finding
+
+# "password = os.environ[...]", "api_key: <your key>", "token=${TOKEN}": a reference or a
+# placeholder, not a secret
+_NOT_A_VALUE = re.compile(
+    r"[\[\](){}<>$%]|\benv\b|environ|getenv|secret[s]?\.|vault|example|changeme|placeholder|"
+    r"your[_-]|xxx|\*\*\*|\.\.\.|redacted|dummy|sample|local|dev|test",
+    re.I,
+)
 
 
 @hookimpl(trylast=True)
-def metaclaw_vet_skill(skill: Skill, live: list[Skill], settings: Settings) -> str | None:
+def metaclaw_vet_skill(skill: Skill, live: list[Skill], settings: Settings) -> list[Finding]:
     text = f"{skill.description}\n{skill.body}"
+    out: list[Finding] = []
     if BLOCK_START in text or BLOCK_END in text:
-        return "contains the metaclaw block markers (it could break out of the injected block)"
-    if redact_text(text)[1]:
-        return "contains what looks like a secret (API key, token or password)"
-    return None
+        out.append(
+            Finding(
+                "reject",
+                "contains the metaclaw block markers (it could break out of the injected block)",
+                "structure",
+                "structure",
+            )
+        )
+    for kind, match in find_secrets(text):
+        if kind != "assigned-secret":
+            out.append(
+                Finding(
+                    "reject",
+                    f"contains what looks like a secret ({kind}); a skill is injected into "
+                    "every prompt it fits",
+                    "secrets",
+                    "credentials",
+                )
+            )
+            break
+        value = re.split(r"[:=]", match, maxsplit=1)[-1].strip(" \"'")
+        if not _NOT_A_VALUE.search(value):
+            out.append(
+                Finding(
+                    "quarantine",
+                    "assigns what may be a real password or token",
+                    "secrets",
+                    "credentials",
+                    match.split("=")[0].split(":")[0][:40] + " = …",
+                )
+            )
+            break
+    return out

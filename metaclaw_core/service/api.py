@@ -184,6 +184,23 @@ def list_skills(state: State) -> SkillsResponse:
     )
 
 
+@router.get("/skills/pending", tags=["skills"])
+def pending_skills(state: State) -> dict[str, Any]:
+    """Skills held for a person (quarantined by vetting, or waiting under manual review),
+    with the findings that held them."""
+    held = state.engine.library.pending_reviews()
+    return {
+        "pending": [
+            {
+                **SkillOut.of(skill).model_dump(mode="json"),
+                "verdict": review.verdict,
+                "findings": [f.to_json() for f in review.findings],
+            }
+            for skill, review in held
+        ]
+    }
+
+
 @router.get("/skills/{name}", response_model=SkillOut, tags=["skills"])
 def get_skill(name: str, state: State) -> SkillOut:
     return SkillOut.of(state.engine.library.get(name))

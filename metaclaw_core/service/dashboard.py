@@ -417,11 +417,13 @@ def skills(state: State) -> dict[str, Any]:
 def candidates(state: State) -> dict[str, Any]:
     """Candidates waiting for review, with where they came from."""
     engine = state.engine
-    pending = engine.library.pending()
+    held = engine.library.pending_reviews()
     live = {s.name for s in engine.library.live()}
-    out = _with_provenance(engine, pending)
-    for s in out:
+    out = _with_provenance(engine, [skill for skill, _ in held])
+    for s, (_, review) in zip(out, held, strict=True):
         s["updates"] = s["name"] if s["name"] in live else None
+        # why the review held it (empty: it waits because vetting.review = manual)
+        s["findings"] = [f.to_json() for f in review.findings]
     return {"candidates": out}
 
 

@@ -20,7 +20,7 @@ from metaclaw_core.errors import (
     SkillNotFoundError,
     StoreError,
 )
-from metaclaw_core.skills.library import SkillRejectedError
+from metaclaw_core.skills.library import SkillQuarantinedError, SkillRejectedError
 
 MAX_LISTED_PROBLEMS = 5
 
@@ -98,6 +98,8 @@ def status_for(exc: MetaClawError) -> tuple[int, str]:
     """HTTP status and error type for an engine error."""
     if isinstance(exc, SkillNotFoundError):
         return 404, "not_found"
+    if isinstance(exc, SkillQuarantinedError):
+        return 422, "skill_quarantined"
     if isinstance(exc, SkillRejectedError):
         return 422, "skill_rejected"
     if isinstance(exc, SkillFormatError):

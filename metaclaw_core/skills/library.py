@@ -20,7 +20,7 @@ import socket
 import threading
 import uuid
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -33,7 +33,9 @@ from metaclaw_core.embeddings import Embedder
 from metaclaw_core.errors import SkillFormatError, SkillNotFoundError, StoreError
 from metaclaw_core.models import Generation, Skill
 from metaclaw_core.skills.index import SkillSnapshot
-from metaclaw_core.skills.skillmd import read_skill_dir, write_skill_dir
+from metaclaw_core.skills.reviews import ReviewLog
+from metaclaw_core.skills.skillmd import read_skill_files, write_skill_dir
+from metaclaw_core.skills.verdict import Finding, Review
 from metaclaw_core.store.db import (
     GENERATIONS,
     SKILLS,
@@ -45,12 +47,71 @@ from metaclaw_core.store.db import (
 
 log = logging.getLogger("metaclaw.skills")
 
-Vetter = Callable[[Skill, list[Skill]], list[str]]
+Vetter = Callable[[Skill, list[Skill]], list[Finding]]
 GenerationListener = Callable[[Generation, list[Skill]], None]
 
 
 class SkillRejectedError(SkillFormatError):
     """A vetting check refused a skill; nothing was written."""
+
+    def __init__(self, message: str, *, reviews: dict[str, Review] | None = None) -> None:
+        super().__init__(message)
+        self.reviews = reviews or {}
+
+
+class SkillQuarantinedError(SkillRejectedError):
+    """A vetting check held a skill for a person (nothing went live); see ``reviews``.
+
+    Whether the skill now waits in ``metaclaw skills pending`` depends on the caller: the
+    evolver and ``skills import`` put it there; ``apply`` itself writes nothing.
+    """
+
+
+@dataclass
+class ImportReport:
+    """What ``import_dir`` did with each file: live, held for a person, or refused."""
+
+    generation: Generation | None = None
+    live: list[str] = field(default_factory=list)
+    quarantined: dict[str, Review] = field(default_factory=dict)
+    rejected: dict[str, list[str]] = field(default_factory=dict)  # name or path → reasons
+    files: dict[str, str] = field(default_factory=dict)  # name → file
+
+    @property
+    def held_back(self) -> bool:
+        return bool(self.quarantined or self.rejected)
+
+    def to_json(self) -> dict[str, Any]:
+        verdicts: list[dict[str, Any]] = []
+        for name in self.live:
+            verdicts.append({"name": name, "file": self.files.get(name), "verdict": "live"})
+        for name, review in self.quarantined.items():
+            verdicts.append(
+                {
+                    "name": name,
+                    "file": self.files.get(name),
+                    "verdict": "quarantined",
+                    "findings": [f.to_json() for f in review.findings],
+                }
+            )
+        for name, reasons in self.rejected.items():
+            verdicts.append(
+                {
+                    "name": name,
+                    "file": self.files.get(name),
+                    "verdict": "rejected",
+                    "reasons": reasons,
+                }
+            )
+        return {
+            "generation": None
+            if self.generation is None
+            else self.generation.model_dump(mode="json"),
+            "live": list(self.live),
+            "quarantined": sorted(self.quarantined),
+            "rejected": sorted(self.rejected),
+            "files": verdicts,
+        }
 
 
 class GenerationConflictError(StoreError):
@@ -83,6 +144,7 @@ class SkillLibrary:
         self.store = store
         self.embedder = embedder
         self.vetter = vetter
+        self.reviews = ReviewLog(store)
         self.listeners = list(listeners)
         self._lock = threading.RLock()
         self.writer_id = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
@@ -240,23 +302,90 @@ class SkillLibrary:
         return self.apply(retired=names, reason=reason)
 
     def import_dir(
-        self, path: Path, *, reason: str | None = None, replace: bool = False
-    ) -> Generation:
-        """Import ``<name>/SKILL.md`` folders: all files are parsed and vetted before any write.
+        self,
+        path: Path,
+        *,
+        reason: str | None = None,
+        replace: bool = False,
+        strict: bool = False,
+        allow_flagged: bool = False,
+    ) -> ImportReport:
+        """Import ``<name>/SKILL.md`` folders, each file judged on its own.
 
-        Names already live are an error unless ``replace`` (then they are updated).
+        What passes every check goes live (one generation); what a check holds for a person
+        waits in ``pending`` with its findings (or goes live too with ``allow_flagged``: the
+        person running the import has decided); what a check rejects, or a file that does not
+        parse, is reported and not written. ``strict``: all or nothing, as before: any file
+        that would not go live raises and nothing is written. Names already live are refused
+        unless ``replace`` (then they are updated).
         """
-        skills = read_skill_dir(Path(path))
+        report = ImportReport()
+        parsed = read_skill_files(Path(path))
+        skills: list[Skill] = []
+        for file, result in parsed:
+            if isinstance(result, Skill):
+                skills.append(result)
+                report.files[result.name] = str(file)
+            else:
+                report.rejected[str(file)] = [str(result)]
         live = {s.name for s in self.live()}
         clash = sorted(s.name for s in skills if s.name in live)
         if clash and not replace:
-            raise SkillFormatError(
-                f"skills already live: {', '.join(clash)}; use --replace to update them",
-                path=path,
+            if strict:
+                raise SkillFormatError(
+                    f"skills already live: {', '.join(clash)}; use --replace to update them",
+                    path=path,
+                )
+            for name in clash:
+                report.rejected[name] = ["already live; use --replace to update it"]
+            skills = [s for s in skills if s.name not in clash]
+        waiting = {r["name"] for r in self._pending_rows()}
+        for s in [s for s in skills if s.name in waiting]:
+            report.rejected[s.name] = ["a version is already pending review; approve or reject it"]
+        skills = [s for s in skills if s.name not in waiting]
+        reviews = self.vet(skills, replacing=[s.name for s in skills if s.name in live])
+        admitted: list[Skill] = []
+        held: list[Skill] = []
+        for s in skills:
+            review = reviews[s.name]
+            if review.verdict == "reject":
+                report.rejected[s.name] = review.reasons()
+            elif review.verdict == "quarantine" and not allow_flagged:
+                report.quarantined[s.name] = review
+                held.append(s)
+            else:
+                admitted.append(s)
+        if strict and report.held_back:
+            problems = [f"{n}: {'; '.join(r)}" for n, r in report.rejected.items()] + [
+                f"{n}: held for review: {'; '.join(r.reasons())}"
+                for n, r in report.quarantined.items()
+            ]
+            raise SkillRejectedError(
+                "import refused (--strict: all or nothing): " + " | ".join(problems),
+                reviews={**report.quarantined},
             )
-        added = [s for s in skills if s.name not in live]
-        updated = [s for s in skills if s.name in live]
-        return self.apply(added=added, updated=updated, reason=reason or f"import {path}")
+        if admitted:
+            report.generation = self.apply(
+                added=[s for s in admitted if s.name not in live],
+                updated=[s for s in admitted if s.name in live],
+                reason=reason or f"import {path}",
+                allow_flagged=allow_flagged,
+            )
+            report.live = [s.name for s in admitted]
+        if held:
+            self.propose(held, reason=f"held for review: import {path}", reviews=reviews)
+        return report
+
+    def vet(self, skills: list[Skill], *, replacing: Iterable[str] = ()) -> dict[str, Review]:
+        """Every check's findings about each of ``skills`` (nothing is written)."""
+        out: dict[str, Review] = {}
+        if self.vetter is None:
+            return {s.name: Review() for s in skills}
+        changed = set(replacing)
+        others = [s for s in self.live() if s.name not in changed]
+        for s in skills:
+            out[s.name] = Review(self.vetter(Skill.model_validate(s.model_dump()), others))
+        return out
 
     def export_dir(self, path: Path) -> list[Path]:
         return write_skill_dir(Path(path), self.live())
@@ -304,8 +433,14 @@ class SkillLibrary:
         retired: list[str] | None = None,
         reason: str,
         vet: bool = True,
+        allow_flagged: bool = False,
     ) -> Generation:
-        """The one place the live set changes: validate, vet, write rows, publish generation."""
+        """The one place the live set changes: validate, vet, write rows, publish generation.
+
+        Any rejecting finding raises :class:`SkillRejectedError`; a finding that holds a skill
+        for a person raises :class:`SkillQuarantinedError`, unless ``allow_flagged`` (a person
+        decided: ``skills approve``, ``import --allow-flagged``). Either way nothing is written.
+        """
         added, updated, retired = list(added or []), list(updated or []), list(retired or [])
         self._check_writable()
         if not (added or updated or retired):
@@ -329,11 +464,22 @@ class SkillLibrary:
             if vet and self.vetter is not None:
                 changed = {s.name for s in updated} | set(retired)
                 others = [self._to_skill(r) for n, r in live.items() if n not in changed]
-                problems: list[str] = []
-                for s in fresh:
-                    problems += [f"{s.name}: {p}" for p in self.vetter(s, others)]
-                if problems:
-                    raise SkillRejectedError("skill rejected by vetting: " + "; ".join(problems))
+                reviews = {s.name: Review(self.vetter(s, others)) for s in fresh}
+                rejected = [
+                    f"{n}: {r.describe()}" for n, rv in reviews.items() for r in rv.rejections
+                ]
+                if rejected:
+                    raise SkillRejectedError(
+                        "skill rejected by vetting: " + "; ".join(rejected), reviews=reviews
+                    )
+                held = [f"{n}: {r.describe()}" for n, rv in reviews.items() for r in rv.quarantines]
+                if held and not allow_flagged:
+                    raise SkillQuarantinedError(
+                        "skill held for review by vetting (nothing went live; a person may "
+                        "admit it with `metaclaw skills approve` or --allow-flagged): "
+                        + "; ".join(held),
+                        reviews=reviews,
+                    )
             new_gen = current + 1
             rows = self._version_rows(fresh, new_gen)
             gen = Generation(
@@ -431,8 +577,21 @@ class SkillLibrary:
         """Candidates waiting for review (``metaclaw skills pending``), sorted by name."""
         return [self._to_skill(r) for r in self._pending_rows()]
 
-    def propose(self, skills: list[Skill], *, reason: str = "proposed") -> list[Skill]:
-        """Store candidates as pending (no new generation; nothing becomes live)."""
+    def pending_reviews(self) -> list[tuple[Skill, Review]]:
+        """Each pending candidate with the findings that held it (empty: manual review)."""
+        rows = self._pending_rows()
+        found = self.reviews.of([r["row_id"] for r in rows])
+        return [(self._to_skill(r), found.get(r["row_id"], Review())) for r in rows]
+
+    def propose(
+        self,
+        skills: list[Skill],
+        *,
+        reason: str = "proposed",
+        reviews: dict[str, Review] | None = None,
+    ) -> list[Skill]:
+        """Store candidates as pending (no new generation; nothing becomes live), with the
+        findings that held them (``reviews``, by name) for the person who decides."""
         self._check_writable()
         fresh = [Skill.model_validate(s.model_dump()) for s in skills]
         if not fresh:
@@ -451,6 +610,12 @@ class SkillLibrary:
                 row["generation_added"] = None
             table = self._skills_table(create=True)
             table.add(pa.Table.from_pylist(rows, schema=table.schema))
+            held = [
+                (r["row_id"], r["name"], reviews[r["name"]])
+                for r in rows
+                if reviews and r["name"] in reviews and reviews[r["name"]].findings
+            ]
+            self.reviews.record(held)
         log.info("metaclaw: %d candidate(s) pending review (%s)", len(rows), reason)
         return [self._to_skill(r) for r in rows]
 
@@ -480,6 +645,7 @@ class SkillLibrary:
                 added=[s for s in skills if s.name not in live],
                 updated=[s for s in skills if s.name in live],
                 reason=reason or f"approve {', '.join(wanted)}",
+                allow_flagged=True,  # a person decided; rejecting findings still refuse
             )
             self._skills_table().delete(sql_in("row_id", [rows[n]["row_id"] for n in wanted]))
         return gen

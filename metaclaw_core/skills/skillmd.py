@@ -127,6 +127,38 @@ def read_skill_dir(root: Path) -> list[Skill]:
     return skills
 
 
+def read_skill_files(root: Path) -> list[tuple[Path, Skill | SkillFormatError]]:
+    """Parse every ``*/SKILL.md`` under ``root`` on its own: each file with its skill or the
+    error that refused it (a name used twice refuses the later files)."""
+    root = Path(root)
+    if not root.exists():
+        raise SkillFormatError("no such file or folder", path=root)
+    files = [root] if root.is_file() else sorted(root.glob("*/SKILL.md"))
+    if root.is_dir() and (root / "SKILL.md").is_file():
+        files.insert(0, root / "SKILL.md")
+    if not files:
+        raise SkillFormatError("no <name>/SKILL.md files found", path=root)
+    out: list[tuple[Path, Skill | SkillFormatError]] = []
+    seen: dict[str, Path] = {}
+    for f in files:
+        try:
+            try:
+                text = f.read_text(encoding="utf-8")
+            except UnicodeDecodeError as exc:
+                raise SkillFormatError(f"not UTF-8 text ({exc.reason})", path=f, line=1) from None
+            skill = parse_skill_md(text, path=f)
+            if skill.name in seen:
+                raise SkillFormatError(
+                    f"skill name {skill.name!r} is also used by {seen[skill.name]}", path=f, line=2
+                )
+        except SkillFormatError as exc:
+            out.append((f, exc))
+            continue
+        seen[skill.name] = f
+        out.append((f, skill))
+    return out
+
+
 def write_skill_dir(root: Path, skills: list[Skill]) -> list[Path]:
     """Write ``<root>/<name>/SKILL.md`` for each skill; return the paths written."""
     root = Path(root)

@@ -70,15 +70,27 @@ def test_malformed_file_names_file_and_line(
     assert str(info.value).startswith(f"{path}:{line}: ")
 
 
-def test_import_is_all_or_nothing(engine: MetaClaw, tmp_path: Path) -> None:
+def test_import_strict_is_all_or_nothing(engine: MetaClaw, tmp_path: Path) -> None:
     root = tmp_path / "skills"
     write(root, "good-one", "---\nname: good-one\ndescription: fine\n---\nDo it well.\n")
     write(root, "zz-bad", "---\nname: zz-bad\ndescription: [oops\n---\nbody\n")
     before = engine.library.current_generation()
     with pytest.raises(SkillFormatError, match="zz-bad"):
-        engine.import_skills(root)
+        engine.import_skills(root, strict=True)
     assert engine.library.live() == []
     assert engine.library.current_generation() == before
+
+
+def test_import_admits_the_good_files_and_names_the_bad_one(
+    engine: MetaClaw, tmp_path: Path
+) -> None:
+    root = tmp_path / "skills"
+    write(root, "good-one", "---\nname: good-one\ndescription: fine\n---\nDo it well.\n")
+    bad = write(root, "zz-bad", "---\nname: zz-bad\ndescription: [oops\n---\nbody\n")
+    report = engine.import_skills(root)
+    assert report.live == ["good-one"] and report.held_back
+    assert "front matter is not valid YAML" in report.rejected[str(bad)][0]
+    assert [s.name for s in engine.library.live()] == ["good-one"]
 
 
 def test_import_then_export_reproduces_the_files(engine: MetaClaw, tmp_path: Path) -> None:
@@ -87,8 +99,9 @@ def test_import_then_export_reproduces_the_files(engine: MetaClaw, tmp_path: Pat
     write(
         root, "tidy", "---\nname: tidy\ndescription: Keep it tidy\ncategory: style\n---\nTidy up.\n"
     )
-    gen = engine.import_skills(root)
-    assert gen.added == ["debug-systematically", "tidy"]
+    report = engine.import_skills(root)
+    assert report.generation is not None
+    assert report.generation.added == ["debug-systematically", "tidy"]
     paths = engine.library.export_dir(tmp_path / "out")
     assert sorted(p.parent.name for p in paths) == ["debug-systematically", "tidy"]
     exported = {s.name: s for s in read_skill_dir(tmp_path / "out")}
@@ -101,8 +114,10 @@ def test_import_refuses_live_names_unless_replace(engine: MetaClaw, tmp_path: Pa
     write(root, "tidy", "---\nname: tidy\ndescription: Keep it tidy\n---\nTidy up.\n")
     engine.import_skills(root)
     write(root, "tidy", "---\nname: tidy\ndescription: Keep it tidy\n---\nTidy up twice.\n")
+    report = engine.import_skills(root)
+    assert report.rejected == {"tidy": ["already live; use --replace to update it"]}
     with pytest.raises(SkillFormatError, match="already live"):
-        engine.import_skills(root)
-    gen = engine.import_skills(root, replace=True)
-    assert gen.updated == ["tidy"]
+        engine.import_skills(root, strict=True)
+    gen = engine.import_skills(root, replace=True).generation
+    assert gen is not None and gen.updated == ["tidy"]
     assert engine.library.get("tidy").body == "Tidy up twice."

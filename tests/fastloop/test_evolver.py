@@ -167,7 +167,7 @@ def test_vetting_drops_bad_candidates_and_keeps_the_good_one(
         "calendar-invites": ("live", "calendar-invites"),
     }
     rejected = next(c for c in report.candidates if c.verdict == "rejected")
-    assert "prompt injection" in rejected.reasons[0]
+    assert "set aside its rules" in rejected.reasons[0]
     assert report.generation is not None and report.generation.updated == ["calendar-invites"]
     merged = engine.library.get("calendar-invites")
     assert merged.body.endswith("Also state the time zone.")

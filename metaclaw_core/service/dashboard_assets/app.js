@@ -395,6 +395,20 @@
         chip(c.source, "source-" + c.source),
       ),
       el("p", { class: "description", text: c.description }),
+      ...(c.findings && c.findings.length
+        ? [el(
+            "ul",
+            { class: "findings" },
+            ...c.findings.map((f) =>
+              el("li", {
+                class: "finding " + f.outcome,
+                text: `held: ${f.category || f.check}: ${f.reason}` +
+                  (f.score != null ? ` (${f.score.toFixed(2)})` : "") +
+                  (f.sentence ? ` — “${f.sentence}”` : ""),
+              }),
+            ),
+          )]
+        : []),
       el("details", { open: true }, el("summary", { text: "instructions" }), el("pre", { text: c.body })),
       el("details", null, el("summary", { text: "provenance" }), renderProvenance(c.provenance)),
       el("div", { class: "actions" }, approve, reject),

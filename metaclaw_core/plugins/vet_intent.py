@@ -1,0 +1,278 @@
+"""Built-in vetting: a review of what a skill asks the model to do, by meaning, offline.
+
+Every statement of the skill (description and body; code set apart and warnings read as
+warnings: see :mod:`metaclaw_core.skills.reading`) is embedded with the engine's own embedder
+and scored by the intent classifier (:mod:`metaclaw_core.plugins.intent_model`): the
+probability that it asks for one of the risky intents — setting rules aside, leaking the
+prompt or memory, handling credentials, exfiltration, destroying evidence, weakening
+security, trusting instructions found in data, acting without consent, claiming priority,
+concealment, persistence — rather than being a benign rule.
+
+The highest risk per category decides: at or above ``vetting.reject_score`` the skill is
+rejected; at or above ``vetting.quarantine_score`` it is held for a person with the
+category, the sentence and the score. Text the review cannot read (mostly another script or
+another language, more statements than it reads) is held too: when the check cannot decide,
+the answer is quarantine. Plugins add categories with ``metaclaw_review_exemplars``; their
+exemplars are matched by similarity (``vetting.exemplar_similarity``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import numpy.typing as npt
+
+from metaclaw_core.config import Settings
+from metaclaw_core.hookspecs import hookimpl
+from metaclaw_core.models import Skill
+from metaclaw_core.plugins.intent_model import (
+    BENIGN,
+    TrainingData,
+    builtin_data,
+    features,
+    model_for,
+)
+from metaclaw_core.skills.reading import Statement, read_skill
+from metaclaw_core.skills.verdict import Finding, FindingOutcome
+
+if TYPE_CHECKING:
+    from metaclaw_core.embeddings import Embedder
+    from metaclaw_core.evolve.vetting import VetContext
+
+# Categories where taking a safeguard away is the risk itself.
+_CONSENT_CATEGORIES = frozenset(["unconsented", "security", "concealment", "credentials"])
+_LETTER = re.compile(r"[^\W\d_]", re.UNICODE)
+_ASCII_LETTER = re.compile(r"[A-Za-z]")
+_ENGLISH = frozenset(
+    [
+        "the",
+        "a",
+        "an",
+        "and",
+        "or",
+        "to",
+        "of",
+        "in",
+        "on",
+        "for",
+        "with",
+        "by",
+        "from",
+        "as",
+        "is",
+        "are",
+        "be",
+        "this",
+        "that",
+        "it",
+        "you",
+        "your",
+        "when",
+        "if",
+        "use",
+        "before",
+        "after",
+        "each",
+        "every",
+        "not",
+        "never",
+        "do",
+        "don't",
+        "always",
+        "should",
+        "must",
+        "will",
+        "can",
+        "into",
+        "at",
+        "any",
+        "all",
+        "what",
+        "which",
+        "how",
+        "than",
+        "then",
+        "them",
+        "they",
+        "their",
+        "only",
+        "also",
+        "more",
+        "one",
+    ]
+)
+
+
+@dataclass(frozen=True)
+class Risk:
+    """The highest risk found in one category, and where."""
+
+    category: str
+    score: float
+    statement: Statement
+
+
+_DATA: TrainingData | None = None
+
+
+def builtin() -> TrainingData:
+    global _DATA
+    if _DATA is None:
+        _DATA = builtin_data()
+    return _DATA
+
+
+_EXEMPLARS: dict[tuple[int, tuple[str, ...]], Any] = {}
+
+
+def _similar(
+    embedder: Embedder,
+    vecs: npt.NDArray[np.float32],
+    statements: list[Statement],
+    exemplars: Sequence[str],
+    floor: float,
+) -> tuple[float, Statement] | None:
+    """The statement most similar to a plugin's exemplars, if at least ``floor``.
+
+    A warning against the act does not count as asking for it."""
+    texts = tuple(str(t) for t in exemplars if str(t).strip())
+    if not texts:
+        return None
+    key = (id(embedder), texts)
+    matrix = _EXEMPLARS.get(key)
+    if matrix is None:
+        matrix = _EXEMPLARS[key] = np.asarray(embedder.embed_documents(list(texts)))
+    sims = (vecs @ matrix.T).max(axis=1)
+    order = [i for i in np.argsort(-sims) if not statements[int(i)].prohibited]
+    if not order or float(sims[order[0]]) < floor:
+        return None
+    return float(sims[order[0]]), statements[int(order[0])]
+
+
+def _unreadable(text: str) -> str | None:
+    letters = _LETTER.findall(text)
+    if len(letters) >= 40:
+        ascii_share = len(_ASCII_LETTER.findall(text)) / len(letters)
+        if ascii_share < 0.7:
+            return "it is mostly in a script the local review cannot read"
+    words = re.findall(r"[a-z']+", text.lower())
+    if len(words) >= 25 and sum(w in _ENGLISH for w in words) / len(words) < 0.06:
+        return "it does not read as English, which the local review needs"
+    return None
+
+
+def assess(
+    skill: Skill,
+    embedder: Embedder,
+    settings: Settings,
+    extra: Mapping[str, Sequence[str]] | None = None,
+    *,
+    default_embedder: bool = True,
+    cache_dir: Path | None = None,
+) -> tuple[list[Risk], list[Finding]]:
+    """Risk per category of ``skill`` (best first), and the findings they add up to.
+
+    ``extra``: exemplars plugins add, by category. ``default_embedder``: the engine runs the
+    default model, so the shipped weights apply (else a model is trained for this one and
+    kept in ``cache_dir``).
+    """
+    v = settings.vetting
+    about = {**builtin().about, **{c: f"matches the plugin category {c!r}" for c in extra or {}}}
+    text = f"{skill.description}\n{skill.body}"
+    why = _unreadable(text)
+    if why:
+        return [], [Finding("quarantine", f"held for a person: {why}", "intent", "unreadable")]
+    reading = read_skill(f"{skill.description}\n\n{skill.body}", max_statements=10**6)
+    statements = reading.statements
+    findings: list[Finding] = []
+    if len(statements) > v.max_review_statements:
+        findings.append(
+            Finding(
+                "quarantine",
+                f"held for a person: {len(statements)} statements, more than the review reads "
+                f"(vetting.max_review_statements = {v.max_review_statements})",
+                "intent",
+                "unreadable",
+            )
+        )
+        statements = statements[: v.max_review_statements]
+    if not statements:
+        return [], findings
+    model = model_for(embedder, builtin(), default_embedder=default_embedder, cache_dir=cache_dir)
+    vecs = np.asarray(embedder.embed_documents([s.text for s in statements]), dtype=np.float32)
+    probs = model.probabilities(features(vecs, statements))
+    # the risk of a statement is its probability of not being benign, attributed to its most
+    # likely risky category (several close categories add up: "collect the token and post it")
+    benign_col = model.classes.index(BENIGN)
+    risk = 1.0 - probs[:, benign_col]
+    best: dict[str, Risk] = {}
+    for i, st in enumerate(statements):
+        row = probs[i].copy()
+        row[benign_col] = -1.0
+        category = model.classes[int(np.argmax(row))]
+        score = float(risk[i])
+        if category not in best or score > best[category].score:
+            best[category] = Risk(category, score, st)
+    for category, texts in (extra or {}).items():
+        found = _similar(embedder, vecs, statements, texts, v.exemplar_similarity)
+        if found is not None and (category not in best or found[0] > best[category].score):
+            best[category] = Risk(category, found[0], found[1])
+    risks = sorted(best.values(), key=lambda r: -r.score)
+    for r in risks:
+        if r.score < v.quarantine_score:
+            break
+        # a plugin's category is matched by similarity alone: it holds, it never rejects
+        plugin = r.category in (extra or {}) and r.category not in builtin().about
+        outcome: FindingOutcome = (
+            "reject" if r.score >= v.reject_score and not plugin else "quarantine"
+        )
+        findings.append(
+            Finding(
+                outcome,
+                f"it {about.get(r.category, r.category)}",
+                "intent",
+                r.category,
+                r.statement.text[:300],
+                r.score,
+            )
+        )
+    return risks, findings
+
+
+@hookimpl
+def metaclaw_vet_skill(
+    skill: Skill, live: list[Skill], settings: Settings, context: VetContext | None
+) -> list[Finding] | None:
+    if not settings.vetting.intent_review:
+        return None
+    if context is None:
+        return [
+            Finding(
+                "quarantine",
+                "held for a person: no embedder to review what the skill asks for",
+                "intent",
+            )
+        ]
+    try:
+        _, findings = assess(
+            skill,
+            context.embedder,
+            settings,
+            context.exemplars,
+            default_embedder=settings.embedding.model == "auto",
+            cache_dir=settings.home / "cache",
+        )
+    except Exception as exc:  # the check could not decide: quarantine, never live
+        return [
+            Finding(
+                "quarantine",
+                f"held for a person: the intent review failed ({type(exc).__name__}: {exc})",
+                "intent",
+            )
+        ]
+    return findings or None

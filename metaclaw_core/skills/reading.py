@@ -1,0 +1,235 @@
+"""How the admission review reads a skill: prose statements apart from code, with polarity.
+
+A skill's text is markdown. Fenced code blocks are set apart (they are examples, read by the
+code checks, not instructions in prose); inline code stays in its sentence without the
+backticks. The prose is cut into statements (lines, bullets, sentences); each carries
+
+* ``prohibited``: the statement warns *against* what it names ("Never force-push", a bullet
+  under "Anti-patterns:", "Avoid ..."), so what it names is not asked for;
+* ``consent_removed``: it takes away a safeguard ("without asking", "no need to confirm",
+  "don't tell the user", "skip the approval");
+* ``consent_required``: it puts a safeguard on the act ("ask before ...", "only after the user
+  approves", "never ... without confirming").
+
+These are readings of English grammar (negators, the words for asking and telling), not lists
+of dangerous topics: the topics are judged by meaning, against exemplars (vet_intent.py).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+_FENCE = re.compile(r"^[ \t]*(```|~~~)[^\n]*\n(.*?)(?:^[ \t]*\1[ \t]*$|\Z)", re.M | re.S)
+_INLINE = re.compile(r"`([^`\n]+)`")
+_BULLET = re.compile(r"^\s*(?:[-*+•]|\d{1,3}[.)])\s+")
+_HEADING = re.compile(r"^\s*#{1,6}\s+(.*)$")
+_LABEL = re.compile(
+    r"^\s*(?:\*\*|__)?([A-Za-z][\w '’/-]{0,40}?)(?:\*\*|__)?\s*:(?:\*\*|__)?(?:\s+|$)"
+)
+_SENTENCE = re.compile(
+    r"(?<=[.!?;])(?<!\be\.g\.)(?<!\bi\.e\.)(?<!\betc\.)(?<!\bvs\.)\s+(?=[A-Za-z`\"'(*])"
+)
+_WORD = re.compile(r"[a-z']+")
+
+# Lead-ins that make what follows a warning, not an instruction.
+_NEGATIVE_LEAD = re.compile(
+    r"\b(?:never|don'?t|do not|avoid|anti-?patterns?|mistakes?|pitfalls?|bad|wrong|warnings?|"
+    r"caution|dangerous|danger|forbidden|prohibited|not allowed|red flags?|what not to do|"
+    r"don'?ts|risks?|threats?|attacks?|examples? of (?:irreversible|destructive|dangerous|"
+    r"risky|unsafe))\b",
+    re.I,
+)
+# A prohibition: the statement opens with a negator, or a modal says "must not".
+_PROHIBITION = re.compile(
+    r"^(?:(?:please|and|but|also|then|instead),?\s+)?(?:you\s+|agents?\s+|"
+    r"we\s+)?(?:should\s+|must\s+|shall\s+|may\s+)?(?:never|not|no|don'?t|dont|do not|avoid\w*|"
+    r"refrain from|refuse to|stop|nothing)\b|"
+    r"\b(?:must|should|shall|may|can|will)(?:\s+never|\s+not|n'?t)\b|\bis (?:never|not) "
+    r"(?:allowed|acceptable|ok|okay|permitted)\b|\b(?:forbidden|prohibited)\b",
+    re.I,
+)
+# "never hesitate to ...", "don't forget to ...": two negatives make a directive
+_DOUBLE_NEGATIVE = re.compile(
+    r"\b(?:never|don'?t|do not|not)\s+(?:hesitate|fail|forget|neglect|miss)\b", re.I
+)
+# The safeguards: asking, confirming, telling, waiting, reviewing.
+_SAFEGUARD = (
+    r"(?:ask\w*|check\w*(?: with| in)?|confirm\w*|approv\w*|permission|consent\w*|tell\w*|"
+    r"inform\w*|notif\w*|mention\w*|warn\w*|wait\w*|review\w*|verif\w*|prompt\w*|bother\w*|"
+    r"consult\w*|double-check\w*|sign-?off|authori[sz]\w*|input|knowing|noticing|"
+    r"show\w*(?: them| the user| it)?|let\w* (?:them|the user) know)"
+)
+_NEGATED_SAFEGUARD = re.compile(
+    r"\b(?:never|don'?t|do not|not|no need to|no need for|needn'?t|without|skip\w*|bypass\w*|"
+    r"disabl\w*|turn\w* off|switch\w* off|suppress\w*|omit\w*|forgo\w*|instead of)"
+    r"(?:\s+\w+){0,3}?\s+(?:the |a |any |an |their |user'?s? |human |explicit |prior )*"
+    + _SAFEGUARD
+    + r"\b",
+    re.I,
+)
+_CONSENT_REQUIRED = re.compile(
+    r"\b(?:ask\w*|confirm\w*|check\w* with|get\w* (?:approval|permission|consent|sign-?off)|"
+    r"wait\w* for (?:approval|confirmation|the user)|request\w* (?:approval|confirmation))\b"
+    r"[^.;]{0,80}\b(?:before|first|prior)\b|"
+    r"\b(?:only|unless)\b[^.;]{0,40}\b(?:user|owner|they|human)\b[^.;]{0,30}"
+    r"\b(?:asks?|confirms?|approves?|agrees?|requests?|explicitly|says? so)\b|"
+    r"\b(?:requires?|needs?|with|after)\b (?:the user'?s? |their |explicit |written |prior )*"
+    r"(?:approval|confirmation|consent|permission|sign-?off)\b|"
+    r"\b(?:for the user to (?:review|approve|send|confirm)|let the user (?:review|decide|"
+    r"confirm|approve|send))\b",
+    re.I,
+)
+_CONCEAL = re.compile(
+    r"\b(?:silently|quietly|secretly|covertly|discreetly|behind the user'?s back|"
+    r"without (?:the user|them|anyone) (?:knowing|noticing|seeing))\b",
+    re.I,
+)
+
+
+@dataclass(frozen=True)
+class Statement:
+    """One instruction-sized piece of prose, with how it is meant."""
+
+    text: str
+    prohibited: bool
+    consent_removed: bool
+    consent_required: bool
+    concealed: bool
+    lead: str = ""
+
+
+@dataclass(frozen=True)
+class Reading:
+    """A skill's text as the review reads it."""
+
+    statements: list[Statement]
+    code: list[str]  # fenced blocks and inline spans, as written
+    prose: str  # the text without fenced blocks and backticks
+
+
+def split_code(text: str) -> tuple[str, list[str]]:
+    """(text with fenced blocks removed, the code: blocks then inline spans)."""
+    code: list[str] = []
+
+    def keep(m: re.Match[str]) -> str:
+        code.append(m.group(2))
+        return "\n"
+
+    prose = _FENCE.sub(keep, text)
+    code += _INLINE.findall(prose)
+    return prose, code
+
+
+_CLAUSE = re.compile(
+    r",?\s+(?:but|however|except|although|though|otherwise|yet)\b[,\s]*|\s+[—–]\s+|;\s*|"
+    r",\s+(?:and then|then|and also)\s+",
+    re.I,
+)
+_STARTS_WITH_SAFEGUARD = re.compile(r"^\s*(?:\w+\s+){0,1}?" + _SAFEGUARD + r"\b", re.I)
+
+
+def _negative(lead: str) -> bool:
+    return bool(_NEGATIVE_LEAD.search(lead))
+
+
+def fenced_blocks(text: str) -> list[tuple[str, bool]]:
+    """Each fenced code block, and whether a warning introduces it (the nearest heading or
+    the prose line just above it: "Anti-pattern:", "Never run this:")."""
+    out: list[tuple[str, bool]] = []
+    for m in _FENCE.finditer(text):
+        before = [ln.strip() for ln in text[: m.start()].splitlines() if ln.strip()]
+        last = before[-1] if before else ""
+        heading = next((ln for ln in reversed(before) if _HEADING.match(ln)), "")
+        warned = _negative(last) or _negative(heading) or bool(_PROHIBITION.search(last))
+        out.append((m.group(2), warned))
+    return out
+
+
+def _polarity(text: str, inherited: bool, lead: str) -> Statement:
+    """How one clause is meant (``inherited``: it sits under a warning lead-in)."""
+    double = bool(_DOUBLE_NEGATIVE.search(text))
+    removed = bool(_NEGATED_SAFEGUARD.search(text)) and not double
+    required = bool(_CONSENT_REQUIRED.search(text))
+    opening = _PROHIBITION.search(text)
+    prohibited = inherited or (opening is not None and not double)
+    if opening is not None and not double:
+        after = text[opening.end() : opening.end() + 40]
+        without = re.search(r"\bwithout\b|\bunless\b", text[opening.end() :], re.I)
+        if re.match(r"\s+(?:(?:ever|even|bother|to|you|we)\s+)?" + _SAFEGUARD + r"\b", after, re.I):
+            # "never ask before ...", "don't tell the user": a safeguard taken away
+            removed, prohibited = True, False
+        elif without is not None and not inherited:
+            # "never pay without asking": forbidden unless consented to
+            removed, required = False, True
+    if inherited:
+        if _STARTS_WITH_SAFEGUARD.match(text) and opening is None:
+            # under "Avoid:": "asking the user before paying" means: do not ask
+            removed, prohibited = True, False
+        elif removed and opening is None:
+            # under "Anti-patterns:": "executing destructive operations without
+            # confirmation" names the bad practice, it does not ask for it
+            removed = False
+    return Statement(
+        text=text,
+        prohibited=prohibited and not removed,
+        consent_removed=removed,
+        consent_required=required and not removed,
+        concealed=bool(_CONCEAL.search(text)) and not prohibited,
+        lead=lead,
+    )
+
+
+def statement_of(text: str) -> Statement:
+    """One piece of text read as a single statement (no lead-in above it)."""
+    return _polarity(" ".join(text.split()), False, "")
+
+
+def _clauses(sentence: str) -> list[str]:
+    parts = [p.strip(" ,") for p in _CLAUSE.split(sentence)]
+    return [p for p in parts if len(_WORD.findall(p.lower())) >= 2] or [sentence]
+
+
+def read_skill(text: str, *, max_statements: int = 200) -> Reading:
+    """Statements of ``text`` (at most ``max_statements``) and its code."""
+    prose, code = split_code(text)
+    plain = _INLINE.sub(lambda m: m.group(1), prose)
+    statements: list[Statement] = []
+    lead, lead_negative = "", False
+    for raw in plain.splitlines():
+        line = raw.strip()
+        if not line:
+            continue
+        heading = _HEADING.match(line)
+        if heading:
+            lead = heading.group(1).strip(" *_:#")
+            lead_negative = _negative(lead)
+            continue
+        is_bullet = bool(_BULLET.match(line))
+        body = _BULLET.sub("", line)
+        label = _LABEL.match(body)
+        if label and not body[label.end() :].strip(" *_"):
+            # a label alone on its line ("**Never:**") heads what follows
+            lead, lead_negative = label.group(1), _negative(label.group(1))
+            continue
+        inherited = lead_negative and is_bullet
+        this_lead = lead if is_bullet else ""
+        if label:
+            # "Anti-pattern: ...", "Fix: ...": the label says how the rest is meant
+            this_lead = label.group(1)
+            inherited = inherited or _negative(this_lead)
+            body = body[label.end() :]
+        body = body.replace("**", "").replace("__", "").strip()
+        if not is_bullet:
+            # a paragraph closes the list above it; one ending in ':' opens the next
+            lead, lead_negative = "", False
+            if body.endswith(":"):
+                lead, lead_negative = body.rstrip(":"), inherited or _negative(body)
+        for sentence in _SENTENCE.split(body):
+            for clause in _clauses(sentence.strip()):
+                if len(_WORD.findall(clause.lower())) < 2:
+                    continue
+                statements.append(_polarity(clause, inherited, this_lead))
+                if len(statements) >= max_statements:
+                    return Reading(statements, code, plain)
+    return Reading(statements, code, plain)
