@@ -395,12 +395,15 @@ def test_upstream_dropping_mid_stream_is_an_error_event_and_an_error_capture(
 ) -> None:
     agent_service.anthropic.enqueue(ScriptedReply("one two three four", drop_after_events=5))
     text: list[str] = []
-    with pytest.raises(anthropic.APIStatusError) as info, client.messages.stream(
-        model=MODEL,
-        max_tokens=50,
-        messages=[{"role": "user", "content": QUESTION}],
-        metadata={"user_id": "claude-drop"},
-    ) as stream:
+    with (
+        pytest.raises(anthropic.APIStatusError) as info,
+        client.messages.stream(
+            model=MODEL,
+            max_tokens=50,
+            messages=[{"role": "user", "content": QUESTION}],
+            metadata={"user_id": "claude-drop"},
+        ) as stream,
+    ):
         for event in stream:
             if event.type == "content_block_delta" and event.delta.type == "text_delta":
                 text.append(event.delta.text)
