@@ -7,6 +7,7 @@ from __future__ import annotations
 import socket
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -141,11 +142,14 @@ AGENT_SKILL = {
 }
 
 
-@pytest.fixture(scope="module")
-def agent_service(minilm: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[AgentService]:
-    """One service per module proxying /v1/messages and /v1/responses, one skill live."""
-    home = tmp_path_factory.mktemp("agents") / "home"
-    with ScriptedAnthropic() as anthropic_upstream, ScriptedResponses() as responses_upstream:
+@contextmanager
+def serve_agents(minilm: Any, home: Path, **upstreams: Any) -> Iterator[AgentService]:
+    """A live service proxying /v1/messages and /v1/responses to scripted upstreams (given,
+    or new ones), with one skill live. Keyword arguments go to both upstreams."""
+    with (
+        ScriptedAnthropic(**upstreams) as anthropic_upstream,
+        ScriptedResponses(**upstreams) as responses_upstream,
+    ):
         settings = make_settings(home)
         settings.proxy.upstream_base_url = responses_upstream.base_url
         settings.proxy.anthropic_base_url = anthropic_upstream.url
@@ -154,12 +158,21 @@ def agent_service(minilm: Any, tmp_path_factory: pytest.TempPathFactory) -> Iter
         engine = MetaClaw(settings, plugins=[SharedEmbedder(minilm)])
         assert engine.wait_ready(60)
         live = LiveServer(create_app(engine, settings)).start()
-        with httpx.Client(base_url=live.url, timeout=30) as http:
-            r = http.post("/v1/skills", json={"skills": [AGENT_SKILL]})
-            assert r.status_code == 201, r.text
-            yield AgentService(live, engine, anthropic_upstream, responses_upstream, http)
-        live.stop()
-        engine.close()
+        try:
+            with httpx.Client(base_url=live.url, timeout=30) as http:
+                r = http.post("/v1/skills", json={"skills": [AGENT_SKILL]})
+                assert r.status_code == 201, r.text
+                yield AgentService(live, engine, anthropic_upstream, responses_upstream, http)
+        finally:
+            live.stop()
+            engine.close()
+
+
+@pytest.fixture(scope="module")
+def agent_service(minilm: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[AgentService]:
+    """One service per module proxying /v1/messages and /v1/responses, one skill live."""
+    with serve_agents(minilm, tmp_path_factory.mktemp("agents") / "home") as svc:
+        yield svc
 
 
 @pytest.fixture(autouse=True)

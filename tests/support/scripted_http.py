@@ -4,7 +4,9 @@ bytes each request carried, and server-sent events written one by one with pause
 off mid-stream, the connection dropped without the stream's end).
 
 ``expect=fn`` runs ``fn(request)`` on every request before it is answered; an assertion it
-raises is kept in ``failures`` and answered with 500, so a test sees both.
+raises is kept in ``failures`` and answered with 500, so a test sees both. ``responder=fn``
+answers each request with ``fn(request)`` instead of the queue (for real clients, whose side
+calls would otherwise take a scripted answer out of turn).
 """
 
 from __future__ import annotations
@@ -103,7 +105,9 @@ class ScriptedServer:
         *,
         default: ScriptedReply | None = None,
         expect: Callable[[RecordedRequest], None] | None = None,
+        responder: Callable[[RecordedRequest], ScriptedReply] | None = None,
     ) -> None:
+        self.responder = responder
         self._queue: deque[ScriptedReply] = deque(replies)
         self.default = default
         self.expect = expect
@@ -135,7 +139,9 @@ class ScriptedServer:
     def next_id(self) -> int:
         return next(self._ids)
 
-    def _next_reply(self) -> ScriptedReply | None:
+    def _next_reply(self, req: RecordedRequest) -> ScriptedReply | None:
+        if self.responder is not None:
+            return self.responder(req)
         with self._lock:
             if self._queue:
                 return self._queue.popleft()
@@ -249,7 +255,7 @@ class ScriptedServer:
                             scripted.failures.append(str(exc) or "assertion failed")
                         self._send_json(500, scripted.error_body(500, f"expect failed: {exc}"))
                         return
-                reply = scripted._next_reply()
+                reply = scripted._next_reply(req)
                 if reply is None:
                     self._send_json(500, scripted.error_body(500, "no reply left in the script"))
                     return
