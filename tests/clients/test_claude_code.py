@@ -10,7 +10,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from typer.testing import CliRunner
 
+from metaclaw_core.cli import app
 from metaclaw_core.plugins.render import BLOCK_START
 from tests.clients.conftest import CodingAgents, run_agent
 from tests.service.conftest import AgentService, serve_agents
@@ -89,3 +91,27 @@ def test_claude_code_turn_gets_the_skill_and_is_captured_with_its_tool_call(
     tool_msgs = [m for m in answer["messages"] if m["role"] == "tool"]
     assert tool_msgs and "42.16-from-the-shell" in tool_msgs[-1]["content"]
     assert answer["generation"] == proxied.engine.generation
+
+
+def test_claude_code_reaches_the_proxy_with_the_settings_connect_wrote(
+    coding_agents: CodingAgents, proxied: AgentService, tmp_path: Path
+) -> None:
+    home = tmp_path / "home"
+    settings = home / ".claude" / "settings.json"
+    result = CliRunner().invoke(
+        app,
+        ["connect", "claude-code", "--write", "--url", proxied.url, "--config", str(settings)],
+    )
+    assert result.exit_code == 0, result.output
+    assert "ready" in result.output.splitlines()[0]  # it probed the live service
+    work = tmp_path / "work"
+    work.mkdir()
+    env = coding_agents.env(
+        home, ANTHROPIC_API_KEY="sk-ant-scripted", CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1"
+    )  # no ANTHROPIC_BASE_URL: the settings file is what sends it to the proxy
+    done = run_agent(
+        [str(coding_agents.claude), "-p", TASK, "--output-format", "json", "--bare"], env, work
+    )
+    assert done.returncode == 0, done.stderr[-2000:] + done.stdout[-2000:]
+    assert json.loads(done.stdout)["result"] == FINAL
+    assert proxied.anthropic.posts()[0].json["system"][-1]["text"].startswith(BLOCK_START)

@@ -11,7 +11,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from typer.testing import CliRunner
 
+from metaclaw_core.cli import app
 from metaclaw_core.plugins.render import BLOCK_START
 from tests.clients.conftest import CodingAgents, run_agent
 from tests.service.conftest import AgentService, serve_agents
@@ -99,3 +101,29 @@ def test_codex_turn_gets_the_skill_and_is_captured_with_its_function_call(
     tool_msgs = [m for m in answer["messages"] if m["role"] == "tool"]
     assert tool_msgs and tool_msgs[-1]["content"]  # the command's output, as Codex sent it
     assert answer["generation"] == proxied.engine.generation
+
+
+def test_codex_reaches_the_proxy_through_the_profile_connect_wrote(
+    coding_agents: CodingAgents, proxied: AgentService, tmp_path: Path
+) -> None:
+    home = codex_home(tmp_path / "codex", "http://127.0.0.1:9/unused")
+    profile = home / "metaclaw.config.toml"
+    result = CliRunner().invoke(
+        app, ["connect", "codex", "--write", "--url", proxied.url, "--config", str(profile)]
+    )
+    assert result.exit_code == 0, result.output
+    work = tmp_path / "work"
+    work.mkdir()
+    env = coding_agents.env(
+        tmp_path / "home", CODEX_HOME=str(home), OPENAI_API_KEY="sk-scripted-openai"
+    )
+    done = run_agent(
+        [str(coding_agents.codex), "exec", "--profile", "metaclaw", "--skip-git-repo-check", TASK],
+        env,
+        work,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.strip() == FINAL
+    first = proxied.responses.posts()[0]
+    assert first.headers["authorization"] == "Bearer sk-scripted-openai"
+    assert first.json["input"][0]["content"][-1]["text"].startswith(BLOCK_START)
