@@ -5,6 +5,7 @@ calls that fail half-way captured as errors while the service keeps serving."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import socket
 import time
@@ -467,3 +468,39 @@ def test_no_anthropic_upstream_is_503_in_anthropic_shape(agent_service: AgentSer
     assert r.status_code == 503
     assert r.json()["error"]["type"] == "api_error"
     assert "METACLAW_PROXY__ANTHROPIC_BASE_URL" in r.json()["error"]["message"]
+
+
+def test_a_fault_while_adding_the_block_fails_open_byte_for_byte(
+    agent_service: AgentService, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from metaclaw_core.service import anthropic_proxy
+
+    def broken(body: dict[str, Any], injection: Any) -> dict[str, Any]:
+        raise RuntimeError("a bug in the block placement")
+
+    monkeypatch.setattr(
+        anthropic_proxy,
+        "MESSAGES",
+        dataclasses.replace(anthropic_proxy.MESSAGES, apply_injection=broken),
+    )
+    before = dict(agent_service.engine.faults.counts)
+    raw = json.dumps(
+        {
+            "model": MODEL,
+            "max_tokens": 5,
+            "system": "You are terse.",
+            "messages": [{"role": "user", "content": QUESTION}],
+            "metadata": {"user_id": "claude-fail-open"},
+        }
+    ).encode()
+    agent_service.anthropic.enqueue(ScriptedReply("42.16 km"))
+    r = agent_service.http.post(
+        "/v1/messages", content=raw, headers={"content-type": "application/json"}
+    )
+    assert r.status_code == 200 and r.json()["content"][0]["text"] == "42.16 km"
+    assert agent_service.anthropic.posts()[-1].body == raw  # as the client sent it
+    assert agent_service.engine.faults.counts.get("anthropic-proxy injection", 0) == (
+        before.get("anthropic-proxy injection", 0) + 1
+    )
+    (t,) = captured_session(agent_service.http, "claude-fail-open")
+    assert t["output"]["text"] == "42.16 km"
