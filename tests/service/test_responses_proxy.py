@@ -6,9 +6,11 @@ unknown tools and items passed through, errors in OpenAI's shape."""
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from typing import Any
 
+import httpx
 import openai
 import pytest
 
@@ -279,3 +281,34 @@ def test_upstream_dropping_mid_stream_ends_with_an_error_event_and_an_error_capt
     assert t["outcome"] == "error" and t["output"]["text"] == "one"
     agent_service.responses.enqueue(ScriptedReply("fine"))
     assert client.responses.create(model=MODEL, input=QUESTION).output_text == "fine"
+
+
+def test_client_leaving_mid_stream_closes_upstream_and_is_captured_as_an_error(
+    agent_service: AgentService,
+) -> None:
+    reply = ScriptedReply("one two three four five six seven eight", hold_after_events=4)
+    agent_service.responses.enqueue(reply)
+    body = {"model": MODEL, "input": QUESTION, "stream": True, "prompt_cache_key": "codex-left"}
+    with (
+        httpx.Client(base_url=agent_service.url, timeout=10) as c,
+        c.stream("POST", "/v1/responses", json=body) as r,
+    ):
+        for line in r.iter_lines():
+            if "response.output_text.delta" in line:
+                break
+    (t,) = captured_session(agent_service.http, "codex-left")  # while upstream still holds
+    reply.release.set()
+    assert t["outcome"] == "error" and "disconnected" in t["error"]
+    assert t["output"]["text"] == "one"
+    deadline = time.monotonic() + 10
+    while agent_service.responses.client_gone < 1:  # the upstream was hung up on
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+
+
+def test_an_oversized_body_is_413_in_openai_shape(agent_service: AgentService) -> None:
+    big = {"model": MODEL, "input": "x" * (300 * 1024)}
+    r = agent_service.http.post("/v1/responses", json=big)
+    assert r.status_code == 413
+    assert r.json()["error"]["code"] == "request_too_large"
+    assert agent_service.responses.posts() == []
