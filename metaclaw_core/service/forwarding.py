@@ -189,6 +189,14 @@ async def forward(fmt: WireFormat, request: Request, state: ServiceState) -> Res
     except Exception as exc:  # fail open: the call goes upstream as the client sent it
         state.engine.faults.record(f"{fmt.framework} injection", exc)
         payload = raw_body
+        # Recorded as what happened: nothing injected (the query is kept for the capture).
+        injection = Injection(
+            call_id=ctx.call_id,
+            generation=injection.generation if injection else state.engine.generation,
+            query=injection.query if injection else "",
+            query_vector=injection.query_vector if injection else None,
+            degraded=f"{type(exc).__name__}: {exc}",
+        )
     client = state.http
     assert client is not None, "the upstream client is opened by the app's lifespan"
     upstream_request = client.build_request(

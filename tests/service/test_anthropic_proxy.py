@@ -502,5 +502,7 @@ def test_a_fault_while_adding_the_block_fails_open_byte_for_byte(
     assert agent_service.engine.faults.counts.get("anthropic-proxy injection", 0) == (
         before.get("anthropic-proxy injection", 0) + 1
     )
+    assert r.headers["x-metaclaw-skills"] == ""
     (t,) = captured_session(agent_service.http, "claude-fail-open")
     assert t["output"]["text"] == "42.16 km"
+    assert t["injected_skills"] == [] and t["query"] == QUESTION  # what really happened
