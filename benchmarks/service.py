@@ -12,9 +12,13 @@ alternating, so both see the same machine load. Measured:
   embedding on a worker thread);
 * streamed completions (10 chunks, 20 ms apart upstream): time to the first content chunk
   and to the last, direct vs proxied;
-* ``POST /v1/inject`` alone (what the OpenClaw plugin waits for), cached and new queries.
+* ``POST /v1/inject`` alone (what the OpenClaw plugin waits for), cached and new queries;
+* the coding-agent routes, in a second `metaclaw serve` pointed at a scripted Anthropic and a
+  scripted Responses upstream (tests/support/scripted_anthropic.py, scripted_responses.py):
+  ``/v1/messages`` (Claude Code) and ``/v1/responses`` (Codex), whole answers and streams
+  (time to the first text delta and to the last event), direct vs proxied, same client.
 
-Prints one markdown table; paste it into docs/benchmarks.md ("## Service").
+Prints two markdown tables; paste them into docs/benchmarks.md ("## Service").
 """
 
 from __future__ import annotations
@@ -37,7 +41,10 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+from tests.support.scripted_anthropic import ScriptedAnthropic  # noqa: E402
+from tests.support.scripted_http import ScriptedReply  # noqa: E402
 from tests.support.scripted_openai import Reply, ScriptedOpenAI  # noqa: E402
+from tests.support.scripted_responses import ScriptedResponses  # noqa: E402
 
 SYSTEM = "You are a careful assistant for a travel agency. Answer briefly. " * 60  # ~4 KB
 QUESTION = "Plan a three-day trip to Kyoto in autumn for two people"
@@ -48,9 +55,10 @@ def pct(xs: list[float], p: float) -> float:
     return float(np.percentile(np.asarray(xs) * 1000.0, p))
 
 
-def start_service(home: Path, upstream: str) -> tuple[subprocess.Popen[str], str]:
+def start_service(home: Path, upstream: str, **extra_env: str) -> tuple[subprocess.Popen[str], str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("METACLAW_")}
     env.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", METACLAW_HOME=str(home))
+    env.update(extra_env)
     exe = Path(sys.executable).with_name("metaclaw")
     proc = subprocess.Popen(
         [str(exe), "serve", "--port", "0", "--upstream", upstream],
@@ -96,14 +104,115 @@ def timed(call: Callable[[], object]) -> float:
     return time.perf_counter() - t0
 
 
-def stream_times(client: httpx.Client, url: str, payload: dict[str, object]) -> tuple[float, float]:
+def _chat_delta(line: str) -> bool:
+    return '"content": "' in line and '"content": ""' not in line
+
+
+def stream_times(
+    client: httpx.Client,
+    url: str,
+    payload: dict[str, object],
+    is_first: Callable[[str], bool] = _chat_delta,
+) -> tuple[float, float]:
     t0 = time.perf_counter()
     first = None
     with client.stream("POST", url, json=payload) as r:
         for line in r.iter_lines():
-            if first is None and '"content": "' in line and '"content": ""' not in line:
+            if first is None and is_first(line):
                 first = time.perf_counter() - t0
     return first or float("nan"), time.perf_counter() - t0
+
+
+def messages_body(stream: bool = False) -> dict[str, object]:
+    """Claude Code's shape: system blocks with a cache breakpoint."""
+    return {
+        "model": "claude-scripted",
+        "max_tokens": 200,
+        "system": [{"type": "text", "text": SYSTEM, "cache_control": {"type": "ephemeral"}}],
+        "messages": [{"role": "user", "content": [{"type": "text", "text": QUESTION}]}],
+        "stream": stream,
+    }
+
+
+def responses_body(stream: bool = False) -> dict[str, object]:
+    """Codex's shape: the prompt as a leading developer item, no instructions."""
+    return {
+        "model": "scripted-model",
+        "input": [
+            {
+                "type": "message",
+                "role": "developer",
+                "content": [{"type": "input_text", "text": SYSTEM}],
+            },
+            {
+                "type": "message",
+                "role": "user",
+                "content": [{"type": "input_text", "text": QUESTION}],
+            },
+        ],
+        "stream": stream,
+        "store": False,
+    }
+
+
+def agent_routes(calls: int, streams: int) -> dict[str, dict[str, list[float]]]:
+    """/v1/messages and /v1/responses, direct vs proxied, in a second `metaclaw serve`."""
+    answer = ScriptedReply("Day 1: Higashiyama. Day 2: Arashiyama. Day 3: Fushimi Inari.")
+    spaced = ScriptedReply(" ".join(f"w{i}" for i in range(10)), chunk_delay_s=0.02)
+    out: dict[str, dict[str, list[float]]] = {}
+    with (
+        ScriptedAnthropic() as anthropic_up,
+        ScriptedResponses() as responses_up,
+        tempfile.TemporaryDirectory() as tmp,
+    ):
+        proc, url = start_service(
+            Path(tmp) / "home",
+            responses_up.base_url,
+            METACLAW_PROXY__ANTHROPIC_BASE_URL=anthropic_up.url,
+        )
+        try:
+            with httpx.Client(timeout=60) as c, httpx.Client(base_url=url, timeout=60) as api:
+                seed(api)
+                routes = {
+                    "messages": (
+                        anthropic_up,
+                        f"{anthropic_up.url}/v1/messages",
+                        f"{url}/v1/messages",
+                        messages_body,
+                        lambda line: '"text_delta"' in line,
+                    ),
+                    "responses": (
+                        responses_up,
+                        f"{responses_up.base_url}/responses",
+                        f"{url}/v1/responses",
+                        responses_body,
+                        lambda line: '"response.output_text.delta"' in line,
+                    ),
+                }
+                for name, (up, direct, proxied, make, is_first) in routes.items():
+                    up.default = answer
+                    rows: dict[str, list[float]] = {
+                        k: [] for k in ("direct", "proxy", "first_direct", "first_proxy")
+                    }
+                    rows |= {"last_direct": [], "last_proxy": []}
+                    for _ in range(30):
+                        c.post(direct, json=make())
+                        c.post(proxied, json=make())
+                    for _ in range(calls):
+                        rows["direct"].append(timed(lambda: c.post(direct, json=make())))  # noqa: B023
+                        rows["proxy"].append(timed(lambda: c.post(proxied, json=make())))  # noqa: B023
+                    assert "<metaclaw-skills>" in up.posts()[-1].body.decode(), "no injection?"
+                    up.default = spaced
+                    for _ in range(streams):
+                        for where, target in (("direct", direct), ("proxy", proxied)):
+                            f, last = stream_times(c, target, make(stream=True), is_first)
+                            rows[f"first_{where}"].append(f)
+                            rows[f"last_{where}"].append(last)
+                    out[name] = rows
+        finally:
+            proc.terminate()
+            proc.wait(30)
+    return out
 
 
 def main() -> None:
@@ -184,6 +293,18 @@ def main() -> None:
     print(line("stream last chunk via proxy", lasts["proxy"], lasts["direct"]))
     print(line("POST /v1/inject, repeated query", rows["inject"]))
     print(line("POST /v1/inject, new query", rows["inject_new"]))
+    print()
+    agents = agent_routes(args.calls, args.streams)
+    print("| route, what (ms) | p50 | p99 | added by the proxy p50 / p99 |")
+    print("|---|---|---|---|")
+    for name, label in (("messages", "/v1/messages"), ("responses", "/v1/responses")):
+        r = agents[name]
+        print(line(f"{label} answer, direct", r["direct"]))
+        print(line(f"{label} answer via proxy", r["proxy"], r["direct"]))
+        print(line(f"{label} stream first text, direct", r["first_direct"]))
+        print(line(f"{label} stream first text via proxy", r["first_proxy"], r["first_direct"]))
+        print(line(f"{label} stream last event, direct (10 × 20 ms)", r["last_direct"]))
+        print(line(f"{label} stream last event via proxy", r["last_proxy"], r["last_direct"]))
     print()
     print(json.dumps({"injected": True, "generation": status["engine"]["generation"]}))
 

@@ -426,6 +426,9 @@ def demo(
 from metaclaw_core.service.cli import register as _register_service  # noqa: E402
 
 _register_service(app)
+from metaclaw_core.service.connect import register as _register_connect  # noqa: E402
+
+_register_connect(app)  # `metaclaw connect claude-code|codex|openclaw`
 from metaclaw_core.train.cli import register as _register_train  # noqa: E402
 
 _register_train(app)

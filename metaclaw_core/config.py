@@ -130,7 +130,8 @@ class ServiceSettings(BaseModel):
 
 
 class ProxySettings(BaseModel):
-    """The OpenAI-compatible `/v1/chat/completions` proxy of `metaclaw serve`."""
+    """The proxy of `metaclaw serve`: OpenAI `/v1/chat/completions` and `/v1/responses`,
+    Anthropic `/v1/messages`."""
 
     upstream_base_url: str | None = Field(
         None,
@@ -143,6 +144,22 @@ class ProxySettings(BaseModel):
     )
     upstream_api_key_env: str = Field(
         "OPENAI_API_KEY", description="Environment variable read when upstream_api_key is unset."
+    )
+    anthropic_base_url: str | None = Field(
+        None,
+        description="Anthropic-compatible base URL /v1/messages forwards to, e.g. "
+        "https://api.anthropic.com (the route appends /v1/messages; env "
+        "METACLAW_PROXY__ANTHROPIC_BASE_URL).",
+    )
+    anthropic_api_key: SecretStr | None = Field(
+        None,
+        description="Key sent to the Anthropic upstream as x-api-key (env "
+        "METACLAW_PROXY__ANTHROPIC_API_KEY); unset: the client's own x-api-key is forwarded.",
+    )
+    anthropic_api_key_env: str | None = Field(
+        None,
+        description="Environment variable read when anthropic_api_key is unset (none by "
+        "default: Claude Code brings its own key or login).",
     )
     inject: bool = Field(True, description="Append the skills block to the system message.")
     capture: bool = Field(True, description="Capture every proxied call as a trajectory.")
@@ -157,6 +174,11 @@ class ProxySettings(BaseModel):
         if self.upstream_api_key is not None:
             return self.upstream_api_key.get_secret_value()
         return os.environ.get(self.upstream_api_key_env) or None
+
+    def anthropic_key(self) -> str | None:
+        if self.anthropic_api_key is not None:
+            return self.anthropic_api_key.get_secret_value()
+        return os.environ.get(self.anthropic_api_key_env or "") or None
 
 
 class TrainSettings(BaseModel):

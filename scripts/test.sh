@@ -7,6 +7,10 @@ bash scripts/setup.sh
 # failed install fails the run instead of skipping that test.
 bash scripts/setup-openclaw.sh >/dev/null
 if [ "${CI:-}" = "true" ]; then export METACLAW_REQUIRE_OPENCLAW=1; fi
+# Claude Code + Codex CLI for tests/clients (cached in .cache/coding-agents); in CI a failed
+# install fails the run, elsewhere those tests skip and say why.
+bash scripts/setup-coding-agents.sh >/dev/null || [ "${CI:-}" != "true" ]
+if [ "${CI:-}" = "true" ]; then export METACLAW_REQUIRE_CODING_AGENTS=1; fi
 # Debian chromium + playwright-core (.cache/browser) for the dashboard's browser tests; in CI
 # a failed install fails the run, elsewhere those tests skip and say why.
 bash scripts/setup-browser.sh >/dev/null || [ "${CI:-}" != "true" ]

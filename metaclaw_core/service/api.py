@@ -246,6 +246,7 @@ def service_status(state: State) -> dict[str, Any]:
             "auth": state.settings.service.token is not None,
             "proxy": {
                 "upstream_base_url": redact_url(proxy.upstream_base_url),
+                "anthropic_base_url": redact_url(proxy.anthropic_base_url),
                 "inject": proxy.inject,
                 "capture": proxy.capture,
             },

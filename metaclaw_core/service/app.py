@@ -1,7 +1,8 @@
 """``create_app``: the FastAPI application of ``metaclaw serve``, wired around one engine.
 
 Middleware, outermost first: request metrics, bearer auth (when a token is set), body size
-limit. Routes: the engine API (:mod:`.api`), the OpenAI-compatible proxy (:mod:`.proxy`),
+limit. Routes: the engine API (:mod:`.api`), the OpenAI-compatible proxy (:mod:`.proxy`), the
+Anthropic-compatible one (:mod:`.anthropic_proxy`),
 ``/healthz`` (never needs the token), ``/metrics`` and the OpenAPI docs at ``/docs``.
 """
 
@@ -19,7 +20,7 @@ from fastapi.responses import PlainTextResponse
 from metaclaw_core import __version__
 from metaclaw_core.config import Settings
 from metaclaw_core.engine import MetaClaw
-from metaclaw_core.service import api, dashboard, proxy
+from metaclaw_core.service import anthropic_proxy, api, dashboard, proxy
 from metaclaw_core.service.auth import BearerAuth, check_bind
 from metaclaw_core.service.errors import install_error_handlers
 from metaclaw_core.service.limits import BodySizeLimit
@@ -29,10 +30,10 @@ from metaclaw_core.train.policy import PolicyServer
 
 DESCRIPTION = """\
 The MetaClaw engine over HTTP: choose skills before an LLM call (`/v1/inject`), capture it
-after (`/v1/trajectories`), rate it (`/v1/feedback`), manage the skill library, and an
-OpenAI-compatible `/v1/chat/completions` proxy that does all of it for clients that can only
-change their base URL. With a token set, every route but `/healthz` needs
-`Authorization: Bearer <token>`.
+after (`/v1/trajectories`), rate it (`/v1/feedback`), manage the skill library, and a
+proxy that does all of it for clients that can only change their base URL: OpenAI
+`/v1/chat/completions` and `/v1/responses`, Anthropic `/v1/messages`. With a token set,
+every route but `/healthz` needs `Authorization: Bearer <token>`.
 """
 
 
@@ -131,6 +132,7 @@ def create_app(
     install_error_handlers(app)
     app.include_router(api.router)
     app.include_router(proxy.router)
+    app.include_router(anthropic_proxy.router)
     app.include_router(dashboard.router)  # the page at / and /v1/dashboard/...
 
     @app.get("/healthz", tags=["service"])

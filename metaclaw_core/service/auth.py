@@ -66,6 +66,7 @@ class BearerAuth:
             "token the service was started with (METACLAW_SERVICE__TOKEN)",
             type="authentication_error",
             code="invalid_token",
+            path=scope.get("path"),
         )
         await send(
             {

@@ -45,8 +45,18 @@ def error_response(
     )
 
 
-def error_bytes(message: str, *, type: str, code: str | None = None) -> bytes:
-    """The same body for pure ASGI middleware (no Response object there)."""
+# Routes whose clients speak Anthropic's protocol: their errors take Anthropic's shape.
+ANTHROPIC_PATH_PREFIX = "/v1/messages"
+
+
+def error_bytes(
+    message: str, *, type: str, code: str | None = None, path: str | None = None
+) -> bytes:
+    """The same body for pure ASGI middleware (no Response object there); for a ``path``
+    of the Anthropic routes, Anthropic's ``{"type": "error", "error": {...}}``."""
+    if path is not None and path.startswith(ANTHROPIC_PATH_PREFIX):
+        kind = code if code == "request_too_large" else type
+        return json.dumps({"type": "error", "error": {"type": kind, "message": message}}).encode()
     return json.dumps(error_body(message, type=type, code=code)).encode()
 
 
@@ -85,6 +95,12 @@ async def _http_error(request: Request, exc: Exception) -> JSONResponse:
     code = {404: "not_found", 405: "method_not_allowed", 413: "request_too_large"}.get(
         exc.status_code
     )
+    if request.url.path.startswith(ANTHROPIC_PATH_PREFIX):
+        return JSONResponse(
+            json.loads(error_bytes(str(exc.detail), type=kind, code=code, path=request.url.path)),
+            status_code=exc.status_code,
+            headers=getattr(exc, "headers", None),
+        )
     return error_response(
         exc.status_code,
         str(exc.detail),

@@ -33,11 +33,12 @@ class BodySizeLimit:
         self.app = app
         self.max_bytes = max_bytes
 
-    async def _reject(self, send: Send) -> None:
+    async def _reject(self, scope: Scope, send: Send) -> None:
         body = error_bytes(
             _message(self.max_bytes),
             type="invalid_request_error",
             code="request_too_large",
+            path=scope.get("path"),
         )
         await send(
             {
@@ -63,7 +64,7 @@ class BodySizeLimit:
                 except ValueError:
                     declared = 0
                 if declared > self.max_bytes:
-                    await self._reject(send)
+                    await self._reject(scope, send)
                     return
         seen = 0
         started = False
@@ -87,4 +88,4 @@ class BodySizeLimit:
             await self.app(scope, limited_receive, tracking_send)
         except RequestTooLarge:
             if not started:
-                await self._reject(send)
+                await self._reject(scope, send)

@@ -12,6 +12,7 @@ from typing import Any
 
 from metaclaw_core.models import Injection, Message, ModelOutput, Role, ToolCall
 from metaclaw_core.plugins.render import strip_injection
+from metaclaw_core.service.wire import RequestError
 
 ROLES: dict[str, Role] = {
     "system": "system",
@@ -23,12 +24,8 @@ ROLES: dict[str, Role] = {
 }
 
 
-class ChatRequestError(ValueError):
+class ChatRequestError(RequestError):
     """The request body is not a chat-completions request (answered with 400)."""
-
-    def __init__(self, message: str, param: str | None = None) -> None:
-        super().__init__(message)
-        self.param = param
 
 
 def validate_chat_request(body: Any) -> dict[str, Any]:
@@ -116,6 +113,15 @@ def to_messages(raw: list[dict[str, Any]]) -> list[Message]:
             )
         )
     return out
+
+
+def apply_injection_to_body(body: dict[str, Any], injection: Injection) -> dict[str, Any]:
+    """A copy of ``body`` whose messages carry the block (see :func:`apply_injection`)."""
+    return {**body, "messages": apply_injection(body["messages"], injection)}
+
+
+def messages_of(body: dict[str, Any]) -> list[Message]:
+    return to_messages(body["messages"])
 
 
 def apply_injection(messages: list[dict[str, Any]], injection: Injection) -> list[dict[str, Any]]:
