@@ -521,6 +521,15 @@ class VettingSettings(BaseModel):
         le=1,
         description="A statement whose risk reaches this rejects the skill outright.",
     )
+    warning_weight: float = Field(
+        0.8,
+        ge=0,
+        le=1,
+        description="The risk of a statement that warns against what it names ('never ...', "
+        "'avoid ...', a bullet under 'Anti-patterns:') is multiplied by this: a warning is not "
+        "a request, but it is still read. A negated safeguard ('never ask', 'don't refuse') is "
+        "not a warning.",
+    )
     exemplar_similarity: float = Field(
         0.75,
         ge=0,

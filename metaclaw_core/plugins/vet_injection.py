@@ -68,8 +68,7 @@ HOST_LIKE = re.compile(
     r"\b(?:[a-z0-9-]+\.)+(?!(?:py|js|ts|md|txt|ya?ml|json|toml|csv|log|sh|env|ini|cfg|conf|html?|"
     r"css|sql|xml|lock|pem|key|pdf|png|jpe?g|gif|zip|gz|tar|info|debug|error|warn|get|set|post|"
     r"put|items|keys|values|append|format|name|path|id|exe|dll|so|rb|go|rs|java|kt|swift)\b)"
-    r"[a-z]{2,12}\b(?:/[^\s<>()\"'`]*)?",
-    _I,
+    r"[a-z]{2,12}\b(?![(_.]\w)(?:/[^\s<>()\"'`]*)?"
 )
 IP_HOST = re.compile(r"^(?:[a-z]+://)?(?:\d{1,3}\.){3}\d{1,3}(?::\d+)?(?:/|$)", _I)
 EMAIL = re.compile(r"\b[\w.+-]+@([\w-]+(?:\.[\w-]+)+)\b")
@@ -79,11 +78,12 @@ _EXAMPLE_HOST = re.compile(r"(?:^|\.)(?:example\.(?:com|org|net)|example|test|in
 _SENDS = re.compile(
     r"\b(?:send|sends|sent|post|posts|upload\w*|forward\w*|submit\w*|report\w* to|push\w* to|"
     r"sync\w*|mirror\w*|share\w* with|copy\w* to|cc|bcc|e-?mail\w* (?:it|them|a copy|the)|"
-    r"notify|ping|beacon|webhook|transmit\w*|exfiltrat\w*|attach\w*|pipe\w*)\b",
+    r"notify|ping|beacon|transmit\w*|exfiltrat\w*|attach\w*|pipe\w*)\b",
     _I,
 )
 _OBEYS = re.compile(
-    r"\b(?:follow\w*|obey\w*|do what|carry out|act on|apply (?:what|the instructions)|"
+    r"\b(?:follow\w* (?:the |its |any |whatever |every )?(?:instructions|directions|orders|"
+    r"commands|steps it|what)|obey\w*|do what|carry out|act on|apply (?:what|the instructions)|"
     r"execute what|run what|comply with)\b",
     _I,
 )
@@ -118,8 +118,9 @@ RISKY_CODE = [
     ),
     (
         re.compile(
-            r"\.ssh/(?:id_|authorized_keys)|\bid_(?:rsa|ed25519|ecdsa)\b(?!\.pub)|"
-            r"\.aws/credentials|/etc/shadow|\.netrc\b|\.git-credentials|"
+            r"\b(?:cat|cp|scp|curl|base64|less|more|head|tail|type|xxd|gpg|zip|tar|"
+            r"Get-Content)\b[^\n|;]*(?:\.ssh/id_(?![\w-]*\.pub)|\.aws/credentials|\.netrc\b|"
+            r"\.git-credentials|/etc/shadow|\.env\b)|>>?\s*\S*authorized_keys|"
             r"\bsecurity\s+find-(?:generic|internet)-password",
             _I,
         ),

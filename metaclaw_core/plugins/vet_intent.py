@@ -210,6 +210,8 @@ def assess(
     # likely risky category (several close categories add up: "collect the token and post it")
     benign_col = model.classes.index(BENIGN)
     risk = 1.0 - probs[:, benign_col]
+    warned = np.asarray([st.prohibited for st in statements])
+    risk = np.where(warned, risk * v.warning_weight, risk)
     best: dict[str, Risk] = {}
     for i, st in enumerate(statements):
         row = probs[i].copy()

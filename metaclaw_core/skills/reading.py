@@ -58,7 +58,10 @@ _SAFEGUARD = (
     r"(?:ask\w*|check\w*(?: with| in)?|confirm\w*|approv\w*|permission|consent\w*|tell\w*|"
     r"inform\w*|notif\w*|mention\w*|warn\w*|wait\w*|review\w*|verif\w*|prompt\w*|bother\w*|"
     r"consult\w*|double-check\w*|sign-?off|authori[sz]\w*|input|knowing|noticing|"
-    r"show\w*(?: them| the user| it)?|let\w* (?:them|the user) know)"
+    r"show\w*(?: them| the user| it)?|let\w* (?:them|the user) know|"
+    # refusing, pushing back and hedging are safeguards too: "never refuse" removes one
+    r"refus\w*|declin\w*|push\w* back|hedg\w*|caveat\w*|second-guess\w*|water\w* down|"
+    r"hold\w* back)"
 )
 _NEGATED_SAFEGUARD = re.compile(
     r"\b(?:never|don'?t|do not|not|no need to|no need for|needn'?t|without|skip\w*|bypass\w*|"
