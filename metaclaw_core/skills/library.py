@@ -27,7 +27,6 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-import pyarrow as pa
 
 from metaclaw_core.embeddings import Embedder
 from metaclaw_core.errors import SkillFormatError, SkillNotFoundError, StoreError
@@ -389,6 +388,8 @@ class SkillLibrary:
         new_rows: list[dict[str, Any]],
     ) -> Generation:
         """Write the new versions, then claim the generation number (exactly one writer wins)."""
+        import pyarrow as pa
+
         table = self._skills_table(create=bool(new_rows))
         if new_rows:
             table.add(pa.Table.from_pylist(new_rows, schema=table.schema))
@@ -450,6 +451,8 @@ class SkillLibrary:
                 row["status"] = "pending"
                 row["generation_added"] = None
             table = self._skills_table(create=True)
+            import pyarrow as pa
+
             table.add(pa.Table.from_pylist(rows, schema=table.schema))
         log.info("metaclaw: %d candidate(s) pending review (%s)", len(rows), reason)
         return [self._to_skill(r) for r in rows]
