@@ -17,7 +17,7 @@ from typing import Any
 
 from metaclaw_core.capture import encode_call
 from metaclaw_core.config import Settings
-from metaclaw_core.embeddings import Embedder, SentenceTransformerEmbedder, Vector
+from metaclaw_core.embeddings import Embedder, LoadedEmbedder, Vector
 from metaclaw_core.errors import MetaClawError
 from metaclaw_core.evolve.loop import FastLoop
 from metaclaw_core.evolve.vetting import VetContext
@@ -70,9 +70,7 @@ class MetaClaw:
         self.pm = make_plugin_manager(plugins, load_entrypoints=self.settings.load_entrypoints)
         self.hook = self.pm.hook
         self.embedder: Embedder = self.hook.metaclaw_make_embedder(settings=self.settings)
-        if self.settings.embedding.preload and isinstance(
-            self.embedder, SentenceTransformerEmbedder
-        ):
+        if self.settings.embedding.preload and isinstance(self.embedder, LoadedEmbedder):
             self.embedder.start_loading()
         self.store = Store(self.settings)
         self.library = SkillLibrary(
