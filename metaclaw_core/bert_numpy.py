@@ -76,7 +76,8 @@ def _erf(x: F32) -> F32:
     poly = t * (
         0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429)))
     )
-    return (s * (1.0 - poly * np.exp(-a * a))).astype(np.float32, copy=False)
+    out: F32 = (s * (1.0 - poly * np.exp(-a * a))).astype(np.float32, copy=False)
+    return out
 
 
 def _gelu(x: F32) -> F32:
@@ -259,7 +260,8 @@ class NumpyBert:
             )
         summed = (x * mask[:, :, None]).sum(axis=1)
         counts = np.maximum(mask.sum(axis=1, keepdims=True), np.float32(1e-9))
-        return (summed / counts).astype(np.float32, copy=False)
+        pooled: F32 = (summed / counts).astype(np.float32, copy=False)
+        return pooled
 
     def encode(self, texts: Sequence[str], batch_size: int = 32) -> F32:
         """(len(texts), hidden) float32 sentence vectors (unit length if the model normalises).

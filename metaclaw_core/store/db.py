@@ -65,6 +65,9 @@ def skills_schema(dim: int) -> pa.Schema:
             pa.field("generation_retired", pa.int64()),
             pa.field("created_at", TS),
             pa.field("vector", pa.list_(pa.float32(), dim)),
+            # The model that made ``vector`` (Embedder.model_id); null in rows written before
+            # it was recorded. The library never serves vectors of two models together.
+            pa.field("embedder", pa.string()),
         ],
         metadata={"metaclaw_schema_version": str(SCHEMA_VERSION)},
     )
