@@ -47,6 +47,12 @@ log = logging.getLogger("metaclaw")
 MAX_PENDING_CALLS = 10_000
 REDACTION_PLUGIN = "builtin:redact"  # its redaction runs inside capture.encode_call
 FALLBACK_DIM = 384
+# The generation of a call made before the skill library was first read from the store (so
+# before anything could be injected) and captured before it was: the store's generation then
+# is not known. Such a trajectory is in no generation's query buffer (the RL buffer selects
+# ``generation = current``) and is kept as support data; ``metadata["degraded"]`` says why.
+GENERATION_UNKNOWN = -1
+DEGRADED_LIBRARY = "skill library not loaded yet"
 
 
 class MetaClaw:
@@ -88,7 +94,9 @@ class MetaClaw:
         self._last_refresh: float | None = None
         self.trajectories = TrajectoryStore(self.store, default_dim=self._vector_dim)
         self._snapshot = SkillSnapshot(generation=0)
-        self._snapshot_loaded = threading.Event()
+        self._snapshot_loaded = threading.Event()  # first attempt done (maybe failed)
+        self._library_loaded = False  # a snapshot read from the store is being served
+        self.library_error: str | None = None  # why the first read failed, until one works
         self._snapshot_lock = threading.Lock()
         self._pending: OrderedDict[str, Injection] = OrderedDict()
         self._pending_lock = threading.Lock()
@@ -133,6 +141,15 @@ class MetaClaw:
         return ok
 
     @property
+    def ready(self) -> bool:
+        """True once calls get skills: the embedder and the skill library are both loaded."""
+        return self._library_loaded and self.embedder.ready
+
+    @property
+    def library_loaded(self) -> bool:
+        return self._library_loaded
+
+    @property
     def snapshot(self) -> SkillSnapshot:
         """The skill index calls are served from right now."""
         return self._snapshot
@@ -149,11 +166,24 @@ class MetaClaw:
     def _inject(self, ctx: CallContext, query: str | None) -> Injection:
         """before_call, with the query given when the caller already extracted it."""
         started = time.perf_counter()
+        # Read the flag before the reference: the snapshot is swapped in before it is set.
+        loaded = self._library_loaded
         snap = self._snapshot  # one reference: the whole call sees one generation
+        generation = snap.generation if loaded else GENERATION_UNKNOWN
         self.last_call_at = time.time()
         try:
             if query is None:
                 query = self._extract_query(ctx)
+            if not loaded:
+                injection = Injection(
+                    call_id=ctx.call_id,
+                    generation=generation,
+                    query=query,
+                    started_at=started,
+                    degraded=DEGRADED_LIBRARY,
+                )
+                self._remember(injection)  # served without skills: nothing to retrieve
+                return injection
             qvec = self._query_vector(query) if query and len(snap) else None
             found = (
                 self.hook.metaclaw_retrieve(
@@ -182,7 +212,7 @@ class MetaClaw:
             self.faults.record("before_call", exc)
             injection = Injection(
                 call_id=ctx.call_id,
-                generation=snap.generation,
+                generation=generation,
                 started_at=started,
                 degraded=f"{type(exc).__name__}: {exc}",
             )
@@ -243,6 +273,14 @@ class MetaClaw:
             builtin_redaction = any(h.plugin_name == REDACTION_PLUGIN for h in hooks)
             host_plugins = len(hooks) - builtin_redaction
             tid = new_id()
+            generation = inj.generation if inj is not None else self._served_generation()
+            if generation == GENERATION_UNKNOWN and self._library_loaded:
+                # Loaded since before_call (an LLM call outlasts the first store read): the
+                # generation the store was at, the one the call would have been served from.
+                generation = self._snapshot.generation
+            metadata = ctx.metadata
+            if inj is not None and inj.degraded:
+                metadata = {**metadata, "degraded": inj.degraded}  # the trajectory says so
             record = encode_call(
                 trajectory_id=tid,
                 created_at=utcnow(),
@@ -253,13 +291,13 @@ class MetaClaw:
                     "framework": ctx.framework,
                     "model": ctx.model,
                     "injected_skills": inj.skill_names if inj is not None else [],
-                    "generation": inj.generation if inj is not None else self._snapshot.generation,
+                    "generation": generation,
                     "query": inj.query if inj is not None else self._query_for_capture(ctx),
                     "latency_ms": latency_ms,
                     "error": err,
                     "outcome": "error" if err else "unknown",
                 },
-                metadata=ctx.metadata,
+                metadata=metadata,
                 vector=inj.query_vector if inj is not None else None,
                 caps=self.settings.capture,
                 redact=builtin_redaction and self.settings.capture.redact_secrets,
@@ -282,6 +320,9 @@ class MetaClaw:
         except Exception as exc:
             self.faults.record("after_call", exc)
             return None
+
+    def _served_generation(self) -> int:
+        return self._snapshot.generation if self._library_loaded else GENERATION_UNKNOWN
 
     def feedback(
         self, trajectory_id: str, reward: float, *, source: str = "user", detail: str | None = None
@@ -357,8 +398,10 @@ class MetaClaw:
         # back into here while holding it (lock-order inversion otherwise).
         snap = self.library.snapshot()
         with self._snapshot_lock:
-            if snap.generation >= self._snapshot.generation or not self._snapshot_loaded.is_set():
+            if snap.generation >= self._snapshot.generation or not self._library_loaded:
                 self._snapshot = snap
+            self._library_loaded = True
+            self.library_error = None
             self._snapshot_loaded.set()
             return self._snapshot
 
@@ -366,7 +409,7 @@ class MetaClaw:
         interval = self.settings.store.refresh_interval_s
         while not self._closed.is_set():
             try:
-                if not self._snapshot_loaded.is_set():
+                if not self._library_loaded:  # first read, or retrying a failed one
                     self.refresh_snapshot()
                 else:
                     self.library.refresh()
@@ -375,6 +418,8 @@ class MetaClaw:
                 self._last_refresh = time.monotonic()
             except Exception as exc:
                 self.faults.record("skill refresh", exc)
+                if not self._library_loaded:
+                    self.library_error = f"{type(exc).__name__}: {exc}"
                 self._snapshot_loaded.set()  # serve the empty library rather than wait forever
             self._closed.wait(interval)
 
@@ -440,6 +485,9 @@ class MetaClaw:
             "staleness_bound_s": self.settings.store.refresh_interval_s,
             "embedding_model": getattr(self.embedder, "model_name", type(self.embedder).__name__),
             "embedder_ready": self.embedder.ready,
+            "embedder_backend": getattr(self.embedder, "backend", None),
+            "library_loaded": self._library_loaded,
+            "ready": self.ready,
             "capture": {
                 "enabled": writer is not None,
                 "queue_depth": writer.queue_depth if writer else 0,
