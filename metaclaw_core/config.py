@@ -43,6 +43,13 @@ class StoreSettings(BaseModel):
     refresh_interval_s: float = Field(
         2.0, gt=0, description="How often the engine checks the store for a new generation."
     )
+    snapshot_cache_max_skills: int = Field(
+        20_000,
+        ge=0,
+        description="Keep the served skill snapshot (skills and vectors) in "
+        "$METACLAW_HOME/cache when it has at most this many skills, so a restart serves "
+        "skills before the store is open (until its first read replaces it). 0: no cache.",
+    )
     optimize_every_commits: int = Field(
         200, ge=0, description="Compact the trajectory table after this many commits (0: never)."
     )

@@ -36,6 +36,7 @@ from metaclaw_core.plugins import make_plugin_manager
 from metaclaw_core.plugins.render import choose_within_budget
 from metaclaw_core.skills.index import SkillSnapshot
 from metaclaw_core.skills.library import SkillLibrary
+from metaclaw_core.skills.snapshot_cache import cache_path, load_snapshot, save_snapshot
 from metaclaw_core.store.db import Store
 from metaclaw_core.store.journal import CaptureJournal
 from metaclaw_core.store.records import EncodedTrajectory, encode_trajectory
@@ -95,7 +96,9 @@ class MetaClaw:
         self.trajectories = TrajectoryStore(self.store, default_dim=self._vector_dim)
         self._snapshot = SkillSnapshot(generation=0)
         self._snapshot_loaded = threading.Event()  # first attempt done (maybe failed)
-        self._library_loaded = False  # a snapshot read from the store is being served
+        self._library_loaded = False  # a snapshot (from the store or its cache) is served
+        self._snapshot_from_cache = False  # ...from the cache: the store's read replaces it
+        self._cached_generation: int | None = None
         self.library_error: str | None = None  # why the first read failed, until one works
         self._snapshot_lock = threading.Lock()
         self._pending: OrderedDict[str, Injection] = OrderedDict()
@@ -398,18 +401,63 @@ class MetaClaw:
         # back into here while holding it (lock-order inversion otherwise).
         snap = self.library.snapshot()
         with self._snapshot_lock:
-            if snap.generation >= self._snapshot.generation or not self._library_loaded:
+            first_read = not self._library_loaded or self._snapshot_from_cache
+            if snap.generation >= self._snapshot.generation or first_read:
                 self._snapshot = snap
             self._library_loaded = True
+            self._snapshot_from_cache = False
             self.library_error = None
             self._snapshot_loaded.set()
-            return self._snapshot
+            served = self._snapshot
+        self._cache_snapshot(served)
+        return served
+
+    def _snapshot_cache_path(self) -> Path:
+        return cache_path(self.settings.home, self.settings.store_uri)
+
+    def _serve_cached_snapshot(self) -> None:
+        """Serve the snapshot cached by the last run until the store's first read (below)."""
+        if not self.settings.store.snapshot_cache_max_skills:
+            return
+        snap = load_snapshot(
+            self._snapshot_cache_path(),
+            store_uri=self.settings.store_uri,
+            embedder_id=self.library.embedder_id,
+        )
+        if snap is None:
+            return
+        with self._snapshot_lock:
+            if not self._library_loaded:
+                self._snapshot = snap
+                self._snapshot_from_cache = self._library_loaded = True
+                self._cached_generation = snap.generation
+
+    def _cache_snapshot(self, snap: SkillSnapshot) -> None:
+        cap = self.settings.store.snapshot_cache_max_skills
+        if not cap or len(snap) > cap:
+            return
+        if snap.generation == self._cached_generation:
+            return
+        try:
+            save_snapshot(
+                self._snapshot_cache_path(),
+                snap,
+                store_uri=self.settings.store_uri,
+                embedder_id=self.library.embedder_id,
+            )
+            self._cached_generation = snap.generation
+        except Exception as exc:  # a cache: the next start reads the store, as without one
+            self.faults.record("snapshot cache", exc)
 
     def _refresh_loop(self) -> None:
         interval = self.settings.store.refresh_interval_s
+        try:
+            self._serve_cached_snapshot()
+        except Exception as exc:
+            self.faults.record("snapshot cache", exc)
         while not self._closed.is_set():
             try:
-                if not self._library_loaded:  # first read, or retrying a failed one
+                if not self._library_loaded or self._snapshot_from_cache:  # the store's first read
                     self.refresh_snapshot()
                 else:
                     self.library.refresh()
@@ -487,6 +535,13 @@ class MetaClaw:
             "embedder_ready": self.embedder.ready,
             "embedder_backend": getattr(self.embedder, "backend", None),
             "library_loaded": self._library_loaded,
+            "snapshot_source": (
+                None
+                if not self._library_loaded
+                else "cache"
+                if self._snapshot_from_cache
+                else "store"
+            ),
             "ready": self.ready,
             "capture": {
                 "enabled": writer is not None,

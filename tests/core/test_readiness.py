@@ -18,6 +18,11 @@ from metaclaw_core.skills.library import SkillLibrary
 from metaclaw_core.train.buffer import QueryBuffer
 from tests.support.engines import SharedEmbedder, make_settings
 
+# Without the snapshot cache (tests/core/test_snapshot_cache.py): a start with nothing to serve.
+NO_CACHE: dict[str, Any] = {
+    "retrieval__min_similarity": 0.0,
+    "store__snapshot_cache_max_skills": 0,
+}
 ISO = Skill(
     name="iso-timestamps",
     description="Use when writing, logging or scheduling a date or time.",
@@ -32,7 +37,7 @@ def ctx(text: str) -> CallContext:
 @pytest.fixture
 def home_at_generation_1(make_engine: Any, tmp_path: Path) -> Path:
     home = tmp_path / "home"
-    engine = make_engine(make_settings(home, retrieval__min_similarity=0.0))
+    engine = make_engine(make_settings(home, **NO_CACHE))
     engine.add_skills(ISO)
     engine.close()
     return home
@@ -57,7 +62,7 @@ def gate(monkeypatch: pytest.MonkeyPatch) -> Iterator[threading.Event]:
 def test_a_call_captured_after_the_library_loaded_carries_the_stores_generation(
     home_at_generation_1: Path, gate: threading.Event, minilm: Any
 ) -> None:
-    settings = make_settings(home_at_generation_1, retrieval__min_similarity=0.0)
+    settings = make_settings(home_at_generation_1, **NO_CACHE)
     with MetaClaw(settings, plugins=[SharedEmbedder(minilm)]) as engine:
         call = ctx("Log the design review at 9:30 tomorrow")
         early = engine.before_call(call)
@@ -85,7 +90,7 @@ def test_a_call_captured_after_the_library_loaded_carries_the_stores_generation(
 def test_a_call_captured_before_the_library_loaded_is_marked_and_left_out_of_the_query_buffer(
     home_at_generation_1: Path, gate: threading.Event, minilm: Any
 ) -> None:
-    settings = make_settings(home_at_generation_1, retrieval__min_similarity=0.0)
+    settings = make_settings(home_at_generation_1, **NO_CACHE)
     with MetaClaw(settings, plugins=[SharedEmbedder(minilm)]) as engine:
         c = ctx("Schedule the standup at 10:00")
         engine.before_call(c)
@@ -119,7 +124,8 @@ def test_a_library_that_cannot_be_read_keeps_the_engine_not_ready_and_says_why(
         raise OSError("the store's disk is gone")
 
     monkeypatch.setattr(SkillLibrary, "snapshot", broken)
-    with MetaClaw(make_settings(tmp_path / "h"), plugins=[SharedEmbedder(minilm)]) as engine:
+    settings = make_settings(tmp_path / "h", **NO_CACHE)
+    with MetaClaw(settings, plugins=[SharedEmbedder(minilm)]) as engine:
         assert engine.wait_ready(30) is True  # the first attempt is over: it failed
         assert not engine.ready and not engine.library_loaded
         assert "disk is gone" in (engine.library_error or "")

@@ -27,7 +27,7 @@ TOKEN = "readyz-test-token-0123456789abcdef"
 @pytest.fixture
 def home(make_engine: Any, tmp_path: Path) -> Path:
     h = tmp_path / "home"
-    engine = make_engine(make_settings(h))
+    engine = make_engine(make_settings(h, store__snapshot_cache_max_skills=0))
     engine.add_skills(
         Skill(
             name="iso-timestamps",
@@ -57,7 +57,8 @@ def gate(monkeypatch: pytest.MonkeyPatch) -> Iterator[threading.Event]:
 def test_readyz_is_503_until_the_library_and_embedder_are_loaded_then_200(
     home: Path, gate: threading.Event, minilm: Any
 ) -> None:
-    settings = make_settings(home)
+    # without the snapshot cache (which would serve skills at once): the cold start
+    settings = make_settings(home, store__snapshot_cache_max_skills=0)
     settings.service.token = SecretStr(TOKEN)
     engine = MetaClaw(settings, plugins=[SharedEmbedder(minilm)])
     live = LiveServer(create_app(engine, settings, own_engine=True)).start()
