@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import math
 import threading
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,8 +35,10 @@ class UnsupportedModelError(EmbedderError):
     """The model directory is not a BERT mean-pooling sentence encoder this module can run."""
 
 
-def read_safetensors(path: Path) -> dict[str, npt.NDArray[Any]]:
-    """Every tensor of a ``.safetensors`` file as a read-only array over a memory map.
+def read_safetensors(path: Path, mapped: Collection[str] = ()) -> dict[str, npt.NDArray[Any]]:
+    """Every tensor of a ``.safetensors`` file: those named in ``mapped`` as read-only arrays
+    over a memory map (only the pages used are ever read), the others read into memory (a
+    mapped tensor that is copied would stay resident twice, as the copy and as the pages).
 
     The format: an 8-byte little-endian header length, a JSON header mapping each name to
     ``{dtype, shape, data_offsets}`` (offsets relative to the end of the header), the data.
@@ -50,21 +52,29 @@ def read_safetensors(path: Path) -> dict[str, npt.NDArray[Any]]:
             header = json.loads(f.read(size))
         except ValueError as exc:
             raise UnsupportedModelError(f"metaclaw: {path} has a damaged header: {exc}") from None
-    raw = np.memmap(path, dtype=np.uint8, mode="r", offset=8 + size)
+    raw = np.memmap(path, dtype=np.uint8, mode="r", offset=8 + size) if mapped else None
     out: dict[str, npt.NDArray[Any]] = {}
-    for name, meta in header.items():
-        if name == "__metadata__":
-            continue
-        start, end = meta["data_offsets"]
-        shape = tuple(meta["shape"])
-        tag = meta["dtype"]
-        if tag == "BF16":
-            half = raw[start:end].view(np.uint16).astype(np.uint32) << 16
-            out[name] = half.view(np.float32).reshape(shape)
-        elif tag in _DTYPES:
-            out[name] = raw[start:end].view(_DTYPES[tag]).reshape(shape)
-        else:
-            raise UnsupportedModelError(f"metaclaw: {path}: tensor {name} has dtype {tag}")
+    with path.open("rb") as f:
+        for name, meta in header.items():
+            if name == "__metadata__":
+                continue
+            start, end = meta["data_offsets"]
+            shape = tuple(meta["shape"])
+            tag = meta["dtype"]
+            if tag != "BF16" and tag not in _DTYPES:
+                raise UnsupportedModelError(f"metaclaw: {path}: tensor {name} has dtype {tag}")
+            if raw is not None and name in mapped:
+                data = raw[start:end]
+            else:
+                f.seek(8 + size + start)
+                data = np.frombuffer(f.read(end - start), dtype=np.uint8)
+                if data.size != end - start:
+                    raise UnsupportedModelError(f"metaclaw: {path} is truncated")
+            if tag == "BF16":
+                half = data.view(np.uint16).astype(np.uint32) << 16
+                out[name] = half.view(np.float32).reshape(shape)
+            else:
+                out[name] = data.view(_DTYPES[tag]).reshape(shape)
     return out
 
 
@@ -175,8 +185,9 @@ class NumpyBert:
         self.heads = int(config["num_attention_heads"])
         self.eps = float(config.get("layer_norm_eps", 1e-12))
         n_layers = int(config["num_hidden_layers"])
-        tensors = read_safetensors(self.model_dir / "model.safetensors")
-        prefix = "bert." if "bert.embeddings.word_embeddings.weight" in tensors else ""
+        words = ("embeddings.word_embeddings.weight", "bert.embeddings.word_embeddings.weight")
+        tensors = read_safetensors(self.model_dir / "model.safetensors", mapped=words)
+        prefix = "bert." if words[1] in tensors else ""
 
         def get(name: str) -> npt.NDArray[Any]:
             try:
