@@ -168,6 +168,7 @@ def main() -> None:
                 "`from metaclaw_core import MetaClaw`",
                 [PY, "-c", "from metaclaw_core import MetaClaw"],
             ),
+            ("`import langchain.agents` (the host alone)", [PY, "-c", "import langchain.agents"]),
             ("`import metaclaw_langchain`", [PY, "-c", "import metaclaw_langchain"]),
             ("`metaclaw --help`", [PY, "-m", "metaclaw_core.cli", "--help"]),
             ("`metaclaw status --json`", [PY, "-m", "metaclaw_core.cli", "status", "--json"]),

@@ -177,16 +177,6 @@ class MetaClaw:
         try:
             if query is None:
                 query = self._extract_query(ctx)
-            if not loaded:
-                injection = Injection(
-                    call_id=ctx.call_id,
-                    generation=generation,
-                    query=query,
-                    started_at=started,
-                    degraded=DEGRADED_LIBRARY,
-                )
-                self._remember(injection)  # served without skills: nothing to retrieve
-                return injection
             qvec = self._query_vector(query) if query and len(snap) else None
             found = (
                 self.hook.metaclaw_retrieve(
@@ -199,17 +189,20 @@ class MetaClaw:
                 self.hook.metaclaw_render_injection(skills=chosen, ctx=ctx, settings=self.settings)
                 or ""
             )
+            degraded = (
+                None if qvec is not None or not query or not len(snap) else "embedder not ready"
+            )
+            if not loaded and not chosen:
+                degraded = DEGRADED_LIBRARY
             injection = Injection(
                 call_id=ctx.call_id,
-                generation=snap.generation,
+                generation=generation,
                 text=text,
                 skills=chosen,
                 query=query,
                 query_vector=qvec,
                 started_at=started,
-                degraded=None
-                if qvec is not None or not query or not len(snap)
-                else "embedder not ready",
+                degraded=degraded,
             )
         except Exception as exc:
             self.faults.record("before_call", exc)
