@@ -1,34 +1,69 @@
 """metaclaw-core: make a deployed LLM agent learn from its own traffic.
 
-The integrations import only what is exported here.
+The integrations import only what is exported here. Each name is resolved on first use
+(PEP 562), so ``import metaclaw_core`` costs almost nothing and a name costs only the modules
+it needs: ``Skill`` brings pydantic, ``MetaClaw`` the engine and its settings, and neither
+brings the OpenAI SDK, LanceDB/pyarrow, FastAPI or torch (those load where they are used).
 """
 
-from metaclaw_core.config import Settings
-from metaclaw_core.engine import MetaClaw
-from metaclaw_core.errors import (
-    ConfigError,
-    EmbedderError,
-    MetaClawError,
-    SkillFormatError,
-    SkillNotFoundError,
-    StoreError,
-)
-from metaclaw_core.hookspecs import hookimpl
-from metaclaw_core.models import (
-    CallContext,
-    Generation,
-    Injection,
-    Message,
-    ModelOutput,
-    Reward,
-    ScoredSkill,
-    Skill,
-    ToolCall,
-    Trajectory,
-)
-from metaclaw_core.skills.library import GenerationConflictError, SkillRejectedError
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from metaclaw_core.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from metaclaw_core.config import Settings
+    from metaclaw_core.engine import MetaClaw
+    from metaclaw_core.errors import (
+        ConfigError,
+        EmbedderError,
+        MetaClawError,
+        SkillFormatError,
+        SkillNotFoundError,
+        StoreError,
+    )
+    from metaclaw_core.hookspecs import hookimpl
+    from metaclaw_core.models import (
+        CallContext,
+        Generation,
+        Injection,
+        Message,
+        ModelOutput,
+        Reward,
+        ScoredSkill,
+        Skill,
+        ToolCall,
+        Trajectory,
+    )
+    from metaclaw_core.skills.library import GenerationConflictError, SkillRejectedError
 
 __version__ = "0.1.0"
+
+# public name -> the module that defines it
+_HOMES = {
+    "Settings": "metaclaw_core.config",
+    "MetaClaw": "metaclaw_core.engine",
+    "ConfigError": "metaclaw_core.errors",
+    "EmbedderError": "metaclaw_core.errors",
+    "MetaClawError": "metaclaw_core.errors",
+    "SkillFormatError": "metaclaw_core.errors",
+    "SkillNotFoundError": "metaclaw_core.errors",
+    "StoreError": "metaclaw_core.errors",
+    "hookimpl": "metaclaw_core.hookspecs",
+    "CallContext": "metaclaw_core.models",
+    "Generation": "metaclaw_core.models",
+    "Injection": "metaclaw_core.models",
+    "Message": "metaclaw_core.models",
+    "ModelOutput": "metaclaw_core.models",
+    "Reward": "metaclaw_core.models",
+    "ScoredSkill": "metaclaw_core.models",
+    "Skill": "metaclaw_core.models",
+    "ToolCall": "metaclaw_core.models",
+    "Trajectory": "metaclaw_core.models",
+    "GenerationConflictError": "metaclaw_core.skills.library",
+    "SkillRejectedError": "metaclaw_core.skills.library",
+}
 
 __all__ = [
     "CallContext",
@@ -54,3 +89,10 @@ __all__ = [
     "__version__",
     "hookimpl",
 ]
+
+
+__getattr__ = lazy_exports(__name__, _HOMES)
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

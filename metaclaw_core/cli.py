@@ -19,10 +19,7 @@ from metaclaw_core.cli_support import generation_json as _generation_json
 from metaclaw_core.cli_support import print_json as _print_json
 from metaclaw_core.cli_support import read_only_engine as _engine
 from metaclaw_core.cli_support import skill_json as _skill_json
-from metaclaw_core.config import Settings
-from metaclaw_core.engine import MetaClaw
 from metaclaw_core.models import CallContext, Message, Skill, Trajectory
-from metaclaw_core.skills.skillmd import dump_skill_md, parse_skill_md
 
 app = typer.Typer(
     no_args_is_help=True, add_completion=False, help="Make your agent learn from its own traffic."
@@ -87,6 +84,8 @@ def skills_show(name: str, as_json: JsonOpt = False) -> None:
         if as_json:
             _print_json(_skill_json(skill))
         else:
+            from metaclaw_core.skills.skillmd import dump_skill_md
+
             out.print(dump_skill_md(skill), highlight=False, markup=False)
 
 
@@ -102,6 +101,8 @@ def skills_add(
     """Add one skill (from options or a SKILL.md file): a new generation."""
     with _Guard():
         if file is not None:
+            from metaclaw_core.skills.skillmd import parse_skill_md
+
             skill = parse_skill_md(file.read_text(encoding="utf-8"), path=file, source="manual")
         else:
             if not (name and description and body):
@@ -241,6 +242,9 @@ def retrieve(
 ) -> None:
     """Show what would be injected for TEXT."""
     with _Guard():
+        from metaclaw_core.config import Settings
+        from metaclaw_core.engine import MetaClaw
+
         settings = Settings()
         if k is not None:
             settings.retrieval.top_k = k
@@ -360,6 +364,9 @@ def feedback(
             _fail("reward must be between -1 and 1")
         if correction is not None and (reward > 0 or not correction.strip()):
             _fail("a --correction needs a reward <= 0 and a non-empty text")
+        from metaclaw_core.config import Settings
+        from metaclaw_core.engine import MetaClaw
+
         settings = Settings()
         settings.embedding.preload = correction is not None and not no_evolve
         # This process records; it does not run background learning of its own.

@@ -8,20 +8,24 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import typer
 
-from metaclaw_core.config import Settings
-from metaclaw_core.engine import MetaClaw
 from metaclaw_core.errors import MetaClawError
 from metaclaw_core.models import Generation, Skill
+
+if TYPE_CHECKING:  # `metaclaw --help` must not pay for the engine's imports
+    from metaclaw_core.engine import MetaClaw
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable output (stable).")]
 
 
 def read_only_engine(*, embedder: bool = False) -> MetaClaw:
     """An engine for a command: no capture; the embedder loads only if the command needs it."""
+    from metaclaw_core.config import Settings
+    from metaclaw_core.engine import MetaClaw
+
     settings = Settings()
     settings.embedding.preload = embedder
     return MetaClaw(settings, capture=False)

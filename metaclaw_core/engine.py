@@ -17,7 +17,7 @@ from typing import Any
 
 from metaclaw_core.capture import encode_call
 from metaclaw_core.config import Settings
-from metaclaw_core.embeddings import Embedder, SentenceTransformerEmbedder, Vector
+from metaclaw_core.embeddings import Embedder, LoadedEmbedder, Vector
 from metaclaw_core.errors import MetaClawError
 from metaclaw_core.evolve.loop import FastLoop
 from metaclaw_core.evolve.vetting import VetContext
@@ -36,6 +36,7 @@ from metaclaw_core.plugins import make_plugin_manager
 from metaclaw_core.plugins.render import choose_within_budget
 from metaclaw_core.skills.index import SkillSnapshot
 from metaclaw_core.skills.library import ImportReport, SkillLibrary
+from metaclaw_core.skills.snapshot_cache import cache_path, load_snapshot, save_snapshot
 from metaclaw_core.skills.verdict import Finding, as_findings
 from metaclaw_core.store.db import Store
 from metaclaw_core.store.journal import CaptureJournal
@@ -48,6 +49,12 @@ log = logging.getLogger("metaclaw")
 MAX_PENDING_CALLS = 10_000
 REDACTION_PLUGIN = "builtin:redact"  # its redaction runs inside capture.encode_call
 FALLBACK_DIM = 384
+# The generation of a call made before the skill library was first read from the store (so
+# before anything could be injected) and captured before it was: the store's generation then
+# is not known. Such a trajectory is in no generation's query buffer (the RL buffer selects
+# ``generation = current``) and is kept as support data; ``metadata["degraded"]`` says why.
+GENERATION_UNKNOWN = -1
+DEGRADED_LIBRARY = "skill library not loaded yet"
 
 
 class MetaClaw:
@@ -71,9 +78,7 @@ class MetaClaw:
         self.pm = make_plugin_manager(plugins, load_entrypoints=self.settings.load_entrypoints)
         self.hook = self.pm.hook
         self.embedder: Embedder = self.hook.metaclaw_make_embedder(settings=self.settings)
-        if self.settings.embedding.preload and isinstance(
-            self.embedder, SentenceTransformerEmbedder
-        ):
+        if self.settings.embedding.preload and isinstance(self.embedder, LoadedEmbedder):
             self.embedder.start_loading()
         self.store = Store(self.settings)
         self.library = SkillLibrary(
@@ -91,7 +96,11 @@ class MetaClaw:
         self._last_refresh: float | None = None
         self.trajectories = TrajectoryStore(self.store, default_dim=self._vector_dim)
         self._snapshot = SkillSnapshot(generation=0)
-        self._snapshot_loaded = threading.Event()
+        self._snapshot_loaded = threading.Event()  # first attempt done (maybe failed)
+        self._library_loaded = False  # a snapshot (from the store or its cache) is served
+        self._snapshot_from_cache = False  # ...from the cache: the store's read replaces it
+        self._cached_generation: int | None = None
+        self.library_error: str | None = None  # why the first read failed, until one works
         self._snapshot_lock = threading.Lock()
         self._pending: OrderedDict[str, Injection] = OrderedDict()
         self._pending_lock = threading.Lock()
@@ -136,6 +145,15 @@ class MetaClaw:
         return ok
 
     @property
+    def ready(self) -> bool:
+        """True once calls get skills: the embedder and the skill library are both loaded."""
+        return self._library_loaded and self.embedder.ready
+
+    @property
+    def library_loaded(self) -> bool:
+        return self._library_loaded
+
+    @property
     def snapshot(self) -> SkillSnapshot:
         """The skill index calls are served from right now."""
         return self._snapshot
@@ -152,7 +170,10 @@ class MetaClaw:
     def _inject(self, ctx: CallContext, query: str | None) -> Injection:
         """before_call, with the query given when the caller already extracted it."""
         started = time.perf_counter()
+        # Read the flag before the reference: the snapshot is swapped in before it is set.
+        loaded = self._library_loaded
         snap = self._snapshot  # one reference: the whole call sees one generation
+        generation = snap.generation if loaded else GENERATION_UNKNOWN
         self.last_call_at = time.time()
         try:
             if query is None:
@@ -169,23 +190,26 @@ class MetaClaw:
                 self.hook.metaclaw_render_injection(skills=chosen, ctx=ctx, settings=self.settings)
                 or ""
             )
+            degraded = (
+                None if qvec is not None or not query or not len(snap) else "embedder not ready"
+            )
+            if not loaded and not chosen:
+                degraded = DEGRADED_LIBRARY
             injection = Injection(
                 call_id=ctx.call_id,
-                generation=snap.generation,
+                generation=generation,
                 text=text,
                 skills=chosen,
                 query=query,
                 query_vector=qvec,
                 started_at=started,
-                degraded=None
-                if qvec is not None or not query or not len(snap)
-                else "embedder not ready",
+                degraded=degraded,
             )
         except Exception as exc:
             self.faults.record("before_call", exc)
             injection = Injection(
                 call_id=ctx.call_id,
-                generation=snap.generation,
+                generation=generation,
                 started_at=started,
                 degraded=f"{type(exc).__name__}: {exc}",
             )
@@ -246,6 +270,14 @@ class MetaClaw:
             builtin_redaction = any(h.plugin_name == REDACTION_PLUGIN for h in hooks)
             host_plugins = len(hooks) - builtin_redaction
             tid = new_id()
+            generation = inj.generation if inj is not None else self._served_generation()
+            if generation == GENERATION_UNKNOWN and self._library_loaded:
+                # Loaded since before_call (an LLM call outlasts the first store read): the
+                # generation the store was at, the one the call would have been served from.
+                generation = self._snapshot.generation
+            metadata = ctx.metadata
+            if inj is not None and inj.degraded:
+                metadata = {**metadata, "degraded": inj.degraded}  # the trajectory says so
             record = encode_call(
                 trajectory_id=tid,
                 created_at=utcnow(),
@@ -256,13 +288,13 @@ class MetaClaw:
                     "framework": ctx.framework,
                     "model": ctx.model,
                     "injected_skills": inj.skill_names if inj is not None else [],
-                    "generation": inj.generation if inj is not None else self._snapshot.generation,
+                    "generation": generation,
                     "query": inj.query if inj is not None else self._query_for_capture(ctx),
                     "latency_ms": latency_ms,
                     "error": err,
                     "outcome": "error" if err else "unknown",
                 },
-                metadata=ctx.metadata,
+                metadata=metadata,
                 vector=inj.query_vector if inj is not None else None,
                 caps=self.settings.capture,
                 redact=builtin_redaction and self.settings.capture.redact_secrets,
@@ -285,6 +317,9 @@ class MetaClaw:
         except Exception as exc:
             self.faults.record("after_call", exc)
             return None
+
+    def _served_generation(self) -> int:
+        return self._snapshot.generation if self._library_loaded else GENERATION_UNKNOWN
 
     def feedback(
         self, trajectory_id: str, reward: float, *, source: str = "user", detail: str | None = None
@@ -402,16 +437,63 @@ class MetaClaw:
         # back into here while holding it (lock-order inversion otherwise).
         snap = self.library.snapshot()
         with self._snapshot_lock:
-            if snap.generation >= self._snapshot.generation or not self._snapshot_loaded.is_set():
+            first_read = not self._library_loaded or self._snapshot_from_cache
+            if snap.generation >= self._snapshot.generation or first_read:
                 self._snapshot = snap
+            self._library_loaded = True
+            self._snapshot_from_cache = False
+            self.library_error = None
             self._snapshot_loaded.set()
-            return self._snapshot
+            served = self._snapshot
+        self._cache_snapshot(served)
+        return served
+
+    def _snapshot_cache_path(self) -> Path:
+        return cache_path(self.settings.home, self.settings.store_uri)
+
+    def _serve_cached_snapshot(self) -> None:
+        """Serve the snapshot cached by the last run until the store's first read (below)."""
+        if not self.settings.store.snapshot_cache_max_skills:
+            return
+        snap = load_snapshot(
+            self._snapshot_cache_path(),
+            store_uri=self.settings.store_uri,
+            embedder_id=self.library.embedder_id,
+        )
+        if snap is None:
+            return
+        with self._snapshot_lock:
+            if not self._library_loaded:
+                self._snapshot = snap
+                self._snapshot_from_cache = self._library_loaded = True
+                self._cached_generation = snap.generation
+
+    def _cache_snapshot(self, snap: SkillSnapshot) -> None:
+        cap = self.settings.store.snapshot_cache_max_skills
+        if not cap or len(snap) > cap:
+            return
+        if snap.generation == self._cached_generation:
+            return
+        try:
+            save_snapshot(
+                self._snapshot_cache_path(),
+                snap,
+                store_uri=self.settings.store_uri,
+                embedder_id=self.library.embedder_id,
+            )
+            self._cached_generation = snap.generation
+        except Exception as exc:  # a cache: the next start reads the store, as without one
+            self.faults.record("snapshot cache", exc)
 
     def _refresh_loop(self) -> None:
         interval = self.settings.store.refresh_interval_s
+        try:
+            self._serve_cached_snapshot()
+        except Exception as exc:
+            self.faults.record("snapshot cache", exc)
         while not self._closed.is_set():
             try:
-                if not self._snapshot_loaded.is_set():
+                if not self._library_loaded or self._snapshot_from_cache:  # the store's first read
                     self.refresh_snapshot()
                 else:
                     self.library.refresh()
@@ -420,6 +502,8 @@ class MetaClaw:
                 self._last_refresh = time.monotonic()
             except Exception as exc:
                 self.faults.record("skill refresh", exc)
+                if not self._library_loaded:
+                    self.library_error = f"{type(exc).__name__}: {exc}"
                 self._snapshot_loaded.set()  # serve the empty library rather than wait forever
             self._closed.wait(interval)
 
@@ -485,6 +569,16 @@ class MetaClaw:
             "staleness_bound_s": self.settings.store.refresh_interval_s,
             "embedding_model": getattr(self.embedder, "model_name", type(self.embedder).__name__),
             "embedder_ready": self.embedder.ready,
+            "embedder_backend": getattr(self.embedder, "backend", None),
+            "library_loaded": self._library_loaded,
+            "snapshot_source": (
+                None
+                if not self._library_loaded
+                else "cache"
+                if self._snapshot_from_cache
+                else "store"
+            ),
+            "ready": self.ready,
             "capture": {
                 "enabled": writer is not None,
                 "queue_depth": writer.queue_depth if writer else 0,

@@ -15,12 +15,13 @@ import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
-
-import openai
+from typing import TYPE_CHECKING, Any, Literal
 
 from metaclaw_core.config import LLMEndpointSettings, Settings
 from metaclaw_core.errors import MetaClawError
+
+if TYPE_CHECKING:  # the SDK is imported where it is first used (≈0.5 s of import)
+    import openai
 
 log = logging.getLogger("metaclaw.llm")
 
@@ -80,6 +81,8 @@ class LLMClient:
             if self._client is None:
                 if not self.settings.base_url:
                     raise LLMNotConfiguredError(not_configured_message(self.role))
+                import openai
+
                 self._client = openai.OpenAI(
                     base_url=self.settings.base_url,
                     # Local servers need no key, but the SDK insists on a non-empty one.
@@ -112,6 +115,8 @@ class LLMClient:
         Raises :class:`LLMNotConfiguredError` or :class:`LLMUnavailableError`.
         """
         client = self._sdk()
+        import openai
+
         s = self.settings
         attempt = 0
         delay = s.backoff_s
@@ -242,6 +247,8 @@ def _short(exc: openai.APIStatusError) -> str:
 
 
 def _describe(exc: Exception) -> str:
+    import openai
+
     if isinstance(exc, openai.APITimeoutError):
         return "timed out"
     if isinstance(exc, openai.APIStatusError):

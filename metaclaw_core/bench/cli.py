@@ -11,7 +11,6 @@ from typing import Annotated, Any
 import typer
 
 from metaclaw_core.cli_support import Guard, JsonOpt, fail, print_json
-from metaclaw_core.config import Settings
 
 AGENTS = ("langchain", "openclaw")
 bench_app = typer.Typer(no_args_is_help=True, help="MetaClaw-Bench: does the learning help?")
@@ -199,6 +198,8 @@ def report(
 
 
 def _home() -> Path:
+    from metaclaw_core.config import Settings
+
     return Settings().home
 
 

@@ -6,7 +6,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -19,12 +19,9 @@ from metaclaw_core.cli_support import generation_json as _generation_json
 from metaclaw_core.cli_support import print_json as _print_json
 from metaclaw_core.cli_support import read_only_engine as _engine
 from metaclaw_core.cli_support import skill_json as _skill_json
-from metaclaw_core.config import Settings
-from metaclaw_core.engine import MetaClaw
-from metaclaw_core.evolve.evolver import EvolutionReport, SkillEvolver
-from metaclaw_core.evolve.lifecycle import retire_unhelpful, skill_stats
-from metaclaw_core.llm import not_configured_message
-from metaclaw_core.reward.judge import PRMJudge
+
+if TYPE_CHECKING:  # the engine's modules load when a command runs, not for `metaclaw --help`
+    from metaclaw_core.evolve.evolver import EvolutionReport
 
 out = Console()
 
@@ -71,6 +68,8 @@ def evolve(
         if review not in (None, "auto", "manual"):
             _fail(f"--review must be auto or manual, not {review!r}")
         with _engine(embedder=True) as engine:
+            from metaclaw_core.evolve.evolver import SkillEvolver
+
             evolver = SkillEvolver(engine)
             if mode == "feedback":
                 report = evolver.from_corrections(dry_run=dry_run, trigger="cli", review=review)
@@ -90,6 +89,11 @@ def judge(
     as_json: JsonOpt = False,
 ) -> None:
     """Score one stored trajectory with the PRM judge (m votes, majority)."""
+
+    from metaclaw_core.config import Settings
+    from metaclaw_core.engine import MetaClaw
+    from metaclaw_core.llm import not_configured_message
+    from metaclaw_core.reward.judge import PRMJudge
 
     with _Guard():
         settings = Settings()
@@ -212,6 +216,8 @@ def skills_stats(
     as_json: JsonOpt = False,
 ) -> None:
     """Per skill: times injected, mean reward with it vs comparable calls without it."""
+    from metaclaw_core.evolve.lifecycle import retire_unhelpful, skill_stats
+
     with _Guard(), _engine(embedder=True) as engine:
         stats = skill_stats(engine)
         retired = retire_unhelpful(engine, stats) if retire else None

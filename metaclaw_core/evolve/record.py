@@ -8,16 +8,21 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pyarrow as pa
+from metaclaw_core.store.db import Store
 
-from metaclaw_core.store.db import TS, Store
+if TYPE_CHECKING:  # imported where first used: importing the engine stays free of pyarrow
+    import pyarrow as pa
 
 EVOLUTIONS = "evolutions"
 
 
 def evolutions_schema() -> pa.Schema:
+    import pyarrow as pa
+
+    from metaclaw_core.store.db import TS
+
     return pa.schema(
         [
             pa.field("id", pa.string(), nullable=False),
@@ -80,6 +85,8 @@ class EvolutionLog:
             "model": model,
             "report_json": json.dumps(report, default=str),
         }
+        import pyarrow as pa
+
         table = self._table(create=True)
         table.add(pa.Table.from_pylist([row], schema=table.schema))
 

@@ -2,8 +2,9 @@
 
 Middleware, outermost first: request metrics, bearer auth (when a token is set), body size
 limit. Routes: the engine API (:mod:`.api`), the OpenAI-compatible proxy (:mod:`.proxy`), the
-Anthropic-compatible one (:mod:`.anthropic_proxy`),
-``/healthz`` (never needs the token), ``/metrics`` and the OpenAPI docs at ``/docs``.
+Anthropic-compatible one (:mod:`.anthropic_proxy`), ``/healthz`` (alive) and ``/readyz``
+(skills are being served; neither needs the token), ``/metrics`` and the OpenAPI docs at
+``/docs``.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any
 
 import httpx
 from fastapi import FastAPI
-from fastapi.responses import PlainTextResponse
+from fastapi.responses import JSONResponse, PlainTextResponse
 
 from metaclaw_core import __version__
 from metaclaw_core.config import Settings
@@ -81,6 +82,31 @@ def _gauges(state: ServiceState) -> None:
     )
 
 
+def readiness(engine: MetaClaw) -> JSONResponse:
+    """The body and status of ``/readyz``: what is still loading, and why, if it failed."""
+    waiting = [
+        part
+        for part, done in (
+            ("skill library", engine.library_loaded),
+            ("embedder", engine.embedder.ready),
+        )
+        if not done
+    ]
+    body: dict[str, Any] = {
+        "ready": not waiting,
+        "generation": engine.generation if engine.library_loaded else None,
+        "embedder_backend": getattr(engine.embedder, "backend", None),
+    }
+    if waiting:
+        body["waiting_for"] = waiting
+        load_error = getattr(engine.embedder, "load_error", None)
+        if load_error is not None:
+            body["embedder_error"] = str(load_error)
+        if engine.library_error:
+            body["library_error"] = engine.library_error
+    return JSONResponse(body, status_code=503 if waiting else 200)
+
+
 def create_app(
     engine: MetaClaw | None = None,
     settings: Settings | None = None,
@@ -137,8 +163,14 @@ def create_app(
 
     @app.get("/healthz", tags=["service"])
     async def healthz() -> dict[str, Any]:
-        """Liveness (no token needed): the process answers; ``ready`` once the embedder is."""
-        return {"ok": True, "ready": engine.embedder.ready, "generation": engine.generation}
+        """Liveness (no token needed): the process answers. ``ready`` is what /readyz says."""
+        return {"ok": True, "ready": engine.ready, "generation": engine.generation}
+
+    @app.get("/readyz", tags=["service"], responses={503: {"description": "Still loading."}})
+    async def readyz() -> JSONResponse:
+        """Readiness (no token needed): 200 once the skill library and the embedder are
+        loaded, so calls get skills; 503 until then (calls are served, without skills)."""
+        return readiness(engine)
 
     @app.get("/metrics", response_class=PlainTextResponse, tags=["service"])
     async def metrics() -> PlainTextResponse:

@@ -1,7 +1,8 @@
 """Who may call the service: the bind policy and the bearer-token check.
 
 A loopback bind may run without a token; any other bind refuses to start without one. With a
-token, every route but ``/healthz`` and the dashboard's static files requires
+token, every route but ``/healthz``, ``/readyz`` (probes: they say nothing but loaded or not)
+and the dashboard's static files requires
 ``Authorization: Bearer <token>``. The token is compared in constant time and never logged.
 """
 
@@ -17,7 +18,7 @@ from metaclaw_core.service.errors import error_bytes
 
 # The dashboard's page and files (dashboard.ASSETS) hold no data and load without the token so
 # the page can ask for it; every route they call needs it.
-OPEN_PATHS = frozenset({"/healthz", "/", "/dashboard/app.js", "/dashboard/app.css"})
+OPEN_PATHS = frozenset({"/healthz", "/readyz", "/", "/dashboard/app.js", "/dashboard/app.css"})
 
 
 def is_loopback(host: str) -> bool:

@@ -12,7 +12,6 @@ from typing import Annotated, Any
 
 import typer
 
-from metaclaw_core.config import Settings
 from metaclaw_core.errors import ConfigError
 
 openclaw_app = typer.Typer(no_args_is_help=True, help="The OpenClaw plugin.")
@@ -47,6 +46,7 @@ def serve(
 
     A --host other than loopback needs a token (METACLAW_SERVICE__TOKEN).
     """
+    from metaclaw_core.config import Settings
     from metaclaw_core.service.auth import check_bind
 
     settings = Settings()
@@ -102,6 +102,7 @@ def openclaw_install(
     ] = True,
 ) -> None:
     """Link the MetaClaw plugin into OpenClaw and grant it conversation access."""
+    from metaclaw_core.config import Settings
     from metaclaw_core.service.openclaw import (
         find_plugin_dir,
         grant_plugin,

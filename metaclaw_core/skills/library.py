@@ -27,10 +27,9 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-import pyarrow as pa
 
 from metaclaw_core.embeddings import Embedder
-from metaclaw_core.errors import SkillFormatError, SkillNotFoundError, StoreError
+from metaclaw_core.errors import EmbedderError, SkillFormatError, SkillNotFoundError, StoreError
 from metaclaw_core.models import Generation, Skill
 from metaclaw_core.skills.index import SkillSnapshot
 from metaclaw_core.skills.reviews import ReviewLog
@@ -277,10 +276,29 @@ class SkillLibrary:
         out = [self._to_skill(rows[rid], ended.get(rid)) for rid in seen if rid in rows]
         return sorted(out, key=lambda s: (s.name, s.generation_added or 0))
 
+    @property
+    def embedder_id(self) -> str:
+        """What the ``embedder`` column records for vectors this library writes."""
+        return str(getattr(self.embedder, "model_id", None) or type(self.embedder).__name__)
+
+    def _check_embedder(self, rows: list[dict[str, Any]]) -> None:
+        """Refuse to serve or extend a library whose vectors another model made: their
+        similarities to this embedder's queries would be meaningless."""
+        ours = self.embedder_id
+        theirs = sorted({str(r["embedder"]) for r in rows if r.get("embedder")} - {ours})
+        if theirs:
+            raise EmbedderError(
+                f"metaclaw: the live skills' vectors were made by {', '.join(theirs)} but this "
+                f"engine embeds with {ours}; set METACLAW_EMBEDDING__MODEL to the library's "
+                "model, or export the skills (`metaclaw skills export DIR`) and import them "
+                "into a new store"
+            )
+
     def snapshot(self) -> SkillSnapshot:
         """An immutable index of the current generation (reads the store; off the hot path)."""
         with self._lock:
             g, rows = self._live_rows()
+        self._check_embedder(rows)
         vectors: list[npt.NDArray[np.float32] | None] = [
             np.asarray(r["vector"], dtype=np.float32) if r["vector"] is not None else None
             for r in rows
@@ -448,6 +466,7 @@ class SkillLibrary:
         with self._lock:
             self.refresh()
             current, live_rows = self._live_rows()
+            self._check_embedder(live_rows)
             live = {r["name"]: r for r in live_rows}
             names = [s.name for s in added + updated] + retired
             dupes = sorted({n for n in names if names.count(n) > 1})
@@ -522,6 +541,7 @@ class SkillLibrary:
                 "generation_retired": None,
                 "created_at": now,
                 "vector": v.tolist(),
+                "embedder": self.embedder_id,
             }
             for s, v in zip(skills, vectors, strict=True)
         ]
@@ -535,6 +555,8 @@ class SkillLibrary:
         new_rows: list[dict[str, Any]],
     ) -> Generation:
         """Write the new versions, then claim the generation number (exactly one writer wins)."""
+        import pyarrow as pa
+
         table = self._skills_table(create=bool(new_rows))
         if new_rows:
             table.add(pa.Table.from_pylist(new_rows, schema=table.schema))
@@ -609,6 +631,8 @@ class SkillLibrary:
                 row["status"] = "pending"
                 row["generation_added"] = None
             table = self._skills_table(create=True)
+            import pyarrow as pa
+
             table.add(pa.Table.from_pylist(rows, schema=table.schema))
             held = [
                 (r["row_id"], r["name"], reviews[r["name"]])

@@ -11,12 +11,13 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from typing import Any
-
-import pyarrow as pa
+from typing import TYPE_CHECKING, Any
 
 from metaclaw_core.config import Settings
 from metaclaw_core.errors import StoreError
+
+if TYPE_CHECKING:  # pyarrow is imported where the store is first used, not with the engine
+    import pyarrow as pa
 
 log = logging.getLogger("metaclaw.store")
 
@@ -26,13 +27,30 @@ GENERATIONS = "generations"
 TRAJECTORIES = "trajectories"
 REWARDS = "rewards"
 
-TS = pa.timestamp("us", tz="UTC")
 PK_METADATA = b"lance-schema:unenforced-primary-key:position"
 # Tables whose key makes merge_insert a compare-and-set across concurrent writers.
 PRIMARY_KEYS = {GENERATIONS: "number"}
 
 
+def timestamp_type() -> pa.DataType:
+    """The timestamp column type of every table (microseconds, UTC)."""
+    import pyarrow as pa
+
+    return pa.timestamp("us", tz="UTC")
+
+
+def __getattr__(name: str) -> Any:
+    # ``TS`` (the timestamp type) is made on first use so importing this module stays free of
+    # pyarrow; ``from metaclaw_core.store.db import TS`` still works.
+    if name == "TS":
+        return timestamp_type()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 def skills_schema(dim: int) -> pa.Schema:
+    import pyarrow as pa
+
+    TS = timestamp_type()
     return pa.schema(
         [
             pa.field("row_id", pa.string(), nullable=False),
@@ -47,12 +65,18 @@ def skills_schema(dim: int) -> pa.Schema:
             pa.field("generation_retired", pa.int64()),
             pa.field("created_at", TS),
             pa.field("vector", pa.list_(pa.float32(), dim)),
+            # The model that made ``vector`` (Embedder.model_id); null in rows written before
+            # it was recorded. The library never serves vectors of two models together.
+            pa.field("embedder", pa.string()),
         ],
         metadata={"metaclaw_schema_version": str(SCHEMA_VERSION)},
     )
 
 
 def generations_schema() -> pa.Schema:
+    import pyarrow as pa
+
+    TS = timestamp_type()
     return pa.schema(
         [
             pa.field("number", pa.int64(), nullable=False),
@@ -69,6 +93,9 @@ def generations_schema() -> pa.Schema:
 
 
 def trajectories_schema(dim: int) -> pa.Schema:
+    import pyarrow as pa
+
+    TS = timestamp_type()
     return pa.schema(
         [
             pa.field("id", pa.string(), nullable=False),
@@ -94,6 +121,9 @@ def trajectories_schema(dim: int) -> pa.Schema:
 
 
 def rewards_schema() -> pa.Schema:
+    import pyarrow as pa
+
+    TS = timestamp_type()
     return pa.schema(
         [
             pa.field("trajectory_id", pa.string(), nullable=False),
@@ -215,6 +245,8 @@ class Store:
 
     @staticmethod
     def _migrate(tbl: Any, schema: pa.Schema) -> None:
+        import pyarrow as pa
+
         have = set(tbl.schema.names)
         missing = [f for f in schema if f.name not in have]
         if missing:

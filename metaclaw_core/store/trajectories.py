@@ -5,10 +5,9 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pyarrow as pa
 from pydantic import TypeAdapter
 
 from metaclaw_core.models import Message, ModelOutput, Reward, Trajectory
@@ -22,6 +21,9 @@ from metaclaw_core.store.db import (
     trajectories_schema,
 )
 from metaclaw_core.store.records import SCALAR_COLUMNS, EncodedTrajectory
+
+if TYPE_CHECKING:  # imported where first used: importing the engine stays free of pyarrow
+    import pyarrow as pa
 
 _MESSAGES = TypeAdapter(list[Message])
 # What `recent` reads: every column but the bodies (messages, output JSON, metadata, vector).
@@ -69,6 +71,8 @@ class TrajectoryStore:
 
     @staticmethod
     def _arrow(items: Sequence[EncodedTrajectory], schema: pa.Schema) -> pa.Table:
+        import pyarrow as pa
+
         dim = int(schema.field("vector").type.list_size)
         has_vec = [e.vector is not None and len(e.vector) == dim for e in items]
         flat = np.zeros((len(items), dim), dtype=np.float32)
@@ -93,6 +97,8 @@ class TrajectoryStore:
         return pa.Table.from_arrays(arrays, schema=schema)
 
     def write_rewards(self, rewards: Sequence[Reward]) -> None:
+        import pyarrow as pa
+
         if not rewards:
             return
         table = self._rewards(create=True)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 from datetime import timedelta
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -16,9 +16,11 @@ from metaclaw_core.cli_support import JsonOpt
 from metaclaw_core.cli_support import fail as _fail
 from metaclaw_core.cli_support import print_json as _print_json
 from metaclaw_core.cli_support import read_only_engine as _engine
-from metaclaw_core.engine import MetaClaw
 from metaclaw_core.errors import MetaClawError
 from metaclaw_core.schedule.window import LoopStats
+
+if TYPE_CHECKING:
+    from metaclaw_core.engine import MetaClaw
 
 train_app = typer.Typer(
     help="The slow loop: GRPO on a LoRA adapter over the query buffer.",

@@ -45,8 +45,8 @@ def test_page_and_files_load_without_the_token_under_a_strict_csp(dashboard: Das
         assert 'data-auth="off"' in c.get("/").text
 
 
-def test_only_healthz_and_the_dashboard_files_are_open() -> None:
-    assert {"/healthz", *dashboard_module.ASSETS} == auth.OPEN_PATHS
+def test_only_the_probes_and_the_dashboard_files_are_open() -> None:
+    assert {"/healthz", "/readyz", *dashboard_module.ASSETS} == auth.OPEN_PATHS
 
 
 def _data_routes(dashboard: Dashboard) -> list[tuple[str, str]]:

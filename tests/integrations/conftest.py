@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from metaclaw_core import MetaClaw, Skill, hookimpl
-from metaclaw_core.embeddings import SentenceTransformerEmbedder
+from metaclaw_core.embeddings import LoadedEmbedder
 from tests.support.engines import SharedEmbedder, make_settings
 
 SEED_SKILLS = [
@@ -33,16 +33,14 @@ ARITHMETIC_TASK = "What is 2 plus 3? Add the numbers for me."
 BLOCK_START = "<metaclaw-skills>"
 
 
-def new_engine(minilm: SentenceTransformerEmbedder, home: Path, plugins: list[Any]) -> MetaClaw:
+def new_engine(minilm: LoadedEmbedder, home: Path, plugins: list[Any]) -> MetaClaw:
     engine = MetaClaw(make_settings(home), plugins=[SharedEmbedder(minilm), *plugins])
     assert engine.wait_ready(60)
     return engine
 
 
 @pytest.fixture(scope="module")
-def engine(
-    minilm: SentenceTransformerEmbedder, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[MetaClaw]:
+def engine(minilm: LoadedEmbedder, tmp_path_factory: pytest.TempPathFactory) -> Iterator[MetaClaw]:
     """One real engine (embedded LanceDB, real MiniLM) per test module, with skills seeded."""
     engine = new_engine(minilm, tmp_path_factory.mktemp("home"), [])
     engine.add_skills(SEED_SKILLS)
@@ -64,7 +62,7 @@ class ExplodingPlugin:
 
 @pytest.fixture(scope="module")
 def exploding_engine(
-    minilm: SentenceTransformerEmbedder, tmp_path_factory: pytest.TempPathFactory
+    minilm: LoadedEmbedder, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[MetaClaw]:
     engine = new_engine(minilm, tmp_path_factory.mktemp("boom"), [ExplodingPlugin()])
     engine.add_skills(SEED_SKILLS)

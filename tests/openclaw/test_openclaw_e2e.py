@@ -165,8 +165,10 @@ def test_openclaw_turns_get_skills_are_captured_and_survive_the_service_going_do
         with httpx.Client(base_url=service.url, timeout=30) as api:
             assert api.post("/v1/skills", json={"skills": [SKILL]}).status_code == 201
             deadline = time.monotonic() + 120
-            while not api.get("/healthz").json()["ready"]:  # the embedder loads in the background
-                assert time.monotonic() < deadline, "the embedder never became ready"
+            # /readyz: 503 while the skill library or the embedder loads in the background
+            while (ready := api.get("/readyz")).status_code != 200:
+                assert ready.status_code == 503, ready.text
+                assert time.monotonic() < deadline, f"the service never became ready: {ready.text}"
                 time.sleep(0.2)
 
             home = tmp_path / "openclaw-home"

@@ -15,6 +15,9 @@ let server: Server;
 let url = "";
 let seen: Seen[] = [];
 let respond: Handler = () => ({ body: {} });
+// GET /readyz is answered (and recorded) apart from the other routes: 200 unless a test says.
+let probes: Seen[] = [];
+let ready: Handler = () => ({ body: { ready: true } });
 
 before(async () => {
   server = createServer((req: IncomingMessage, res: ServerResponse) => {
@@ -22,8 +25,9 @@ before(async () => {
     req.on("data", (c) => (raw += c));
     req.on("end", () => {
       const entry: Seen = { method: req.method ?? "", url: req.url ?? "", headers: req.headers, body: raw ? JSON.parse(raw) : undefined };
-      seen.push(entry);
-      const out = respond(entry);
+      const probe = entry.url === "/readyz";
+      (probe ? probes : seen).push(entry);
+      const out = (probe ? ready : respond)(entry);
       setTimeout(() => {
         res.writeHead(out.status ?? 200, { "content-type": "application/json" });
         res.end(JSON.stringify(out.body ?? {}));
@@ -42,6 +46,8 @@ after(() => {
 beforeEach(() => {
   seen = [];
   respond = () => ({ body: {} });
+  probes = [];
+  ready = () => ({ body: { ready: true } });
 });
 
 type Registered = { hooks: Map<string, { handler: Function; opts: any }[]>; commands: any[]; warnings: string[] };
@@ -85,7 +91,7 @@ test("the entry point names the plugin and registers idempotently", () => {
 });
 
 test("config defaults and limits", () => {
-  assert.deepEqual(readConfig(undefined), { enabled: true, serviceUrl: "http://127.0.0.1:30000", token: undefined, topK: 5, injectTimeoutMs: 1500, captureTimeoutMs: 3000 });
+  assert.deepEqual(readConfig(undefined), { enabled: true, serviceUrl: "http://127.0.0.1:30000", token: undefined, topK: 5, injectTimeoutMs: 1500, captureTimeoutMs: 3000, readyWaitMs: 3000 });
   assert.equal(readConfig({ serviceUrl: "http://h:1///" }).serviceUrl, "http://h:1");
 });
 
@@ -151,7 +157,42 @@ test("a service that is down or slow costs the turn at most the time-out", async
   t0 = Date.now();
   assert.equal(await slow.hook("before_prompt_build")({ prompt: "hi", messages: [] }, CTX), undefined);
   assert.ok(Date.now() - t0 < 1000, `took ${Date.now() - t0} ms`);
-  assert.equal(slow.r.hooks.get("before_prompt_build")![0].opts.timeoutMs, 450);
+  assert.equal(slow.r.hooks.get("before_prompt_build")![0].opts.timeoutMs, 3450);
+});
+
+test("the first turn waits while the service is loading (/readyz 503), then gets skills", async () => {
+  const { api, hook } = fakeApi({ serviceUrl: url });
+  registerMetaClaw(api);
+  ready = () => (probes.length < 3 ? { status: 503, body: { ready: false, waiting_for: ["embedder"] } } : { body: { ready: true } });
+  respond = () => ({ body: { call_id: "c", text: "BLOCK" } });
+  const first = await hook("before_prompt_build")({ prompt: "hi", messages: [] }, CTX);
+  assert.deepEqual(first, { appendSystemContext: "BLOCK" });
+  assert.equal(probes.length, 3); // 503, 503, 200: then the injection
+  assert.deepEqual(seen.map((s) => s.url), ["/v1/inject"]);
+  await hook("before_prompt_build")({ prompt: "hi again", messages: [] }, CTX);
+  assert.equal(probes.length, 3); // later turns do not ask again
+  assert.equal(seen.length, 2);
+});
+
+test("a service that stays not ready costs the first turn at most readyWaitMs; a down one nothing", async () => {
+  const { api, hook } = fakeApi({ serviceUrl: url, readyWaitMs: 300 });
+  registerMetaClaw(api);
+  ready = () => ({ status: 503, body: { ready: false } });
+  respond = () => ({ body: { call_id: "c", text: "" } });
+  let t0 = Date.now();
+  assert.equal(await hook("before_prompt_build")({ prompt: "hi", messages: [] }, CTX), undefined);
+  const waited = Date.now() - t0;
+  assert.ok(waited < 1500, `waited ${waited} ms`);
+  assert.ok(probes.length >= 2);
+  assert.deepEqual(seen.map((s) => s.url), ["/v1/inject"]); // injected anyway (fail-open)
+
+  const down = new MetaClawClient(readConfig({ serviceUrl: "http://127.0.0.1:9" }));
+  t0 = Date.now();
+  assert.equal(await down.waitReady(3000), false);
+  assert.ok(Date.now() - t0 < 1000, "a refused connection is not waited on");
+  const old = new MetaClawClient(readConfig({ serviceUrl: url }));
+  ready = () => ({ status: 404, body: {} }); // a service from before /readyz
+  assert.equal(await old.waitReady(3000), true);
 });
 
 test("session_end ends the session; service errors are swallowed", async () => {
