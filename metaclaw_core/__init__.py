@@ -36,7 +36,13 @@ if TYPE_CHECKING:
         ToolCall,
         Trajectory,
     )
-    from metaclaw_core.skills.library import GenerationConflictError, SkillRejectedError
+    from metaclaw_core.skills.library import (
+        GenerationConflictError,
+        ImportReport,
+        SkillQuarantinedError,
+        SkillRejectedError,
+    )
+    from metaclaw_core.skills.verdict import Finding, Review
 
 __version__ = "0.1.0"
 
@@ -63,25 +69,33 @@ _HOMES = {
     "Trajectory": "metaclaw_core.models",
     "GenerationConflictError": "metaclaw_core.skills.library",
     "SkillRejectedError": "metaclaw_core.skills.library",
+    "SkillQuarantinedError": "metaclaw_core.skills.library",
+    "ImportReport": "metaclaw_core.skills.library",
+    "Finding": "metaclaw_core.skills.verdict",
+    "Review": "metaclaw_core.skills.verdict",
 }
 
 __all__ = [
     "CallContext",
     "ConfigError",
     "EmbedderError",
+    "Finding",
     "Generation",
     "GenerationConflictError",
+    "ImportReport",
     "Injection",
     "Message",
     "MetaClaw",
     "MetaClawError",
     "ModelOutput",
+    "Review",
     "Reward",
     "ScoredSkill",
     "Settings",
     "Skill",
     "SkillFormatError",
     "SkillNotFoundError",
+    "SkillQuarantinedError",
     "SkillRejectedError",
     "StoreError",
     "ToolCall",

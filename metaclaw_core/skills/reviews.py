@@ -9,24 +9,27 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
-from typing import Any
-
-import pyarrow as pa
+from typing import TYPE_CHECKING, Any
 
 from metaclaw_core.skills.verdict import Finding, Review
-from metaclaw_core.store.db import TS, Store, sql_in
+from metaclaw_core.store.db import Store, sql_in, timestamp_type
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 SKILL_REVIEWS = "skill_reviews"
 
 
 def skill_reviews_schema() -> pa.Schema:
+    import pyarrow as pa
+
     return pa.schema(
         [
             pa.field("row_id", pa.string(), nullable=False),
             pa.field("name", pa.string()),
             pa.field("verdict", pa.string()),
             pa.field("findings_json", pa.string()),
-            pa.field("created_at", TS),
+            pa.field("created_at", timestamp_type()),
         ],
         metadata={"metaclaw_schema_version": "1"},
     )
@@ -42,6 +45,8 @@ class ReviewLog:
         """Write (row_id, name, review) for each held version."""
         if not rows:
             return
+        import pyarrow as pa
+
         table = self.store.table(SKILL_REVIEWS, skill_reviews_schema())
         now = datetime.now(UTC)
         data = [
