@@ -97,8 +97,9 @@ def _asset_route(name: str, media_type: str) -> Callable[[Request], Response]:
 
 
 for _path, (_name, _type) in ASSETS.items():
+    # HEAD too: clients preconnect with `HEAD /` (Claude Code does) and a 405 looks like a fault
     router.add_api_route(
-        _path, _asset_route(_name, _type), methods=["GET"], include_in_schema=False
+        _path, _asset_route(_name, _type), methods=["GET", "HEAD"], include_in_schema=False
     )
 
 

@@ -311,3 +311,9 @@ def test_a_quarantined_candidate_shows_why_it_was_held(dashboard: Dashboard) -> 
         assert api["keep-logins-handy"]["findings"][0]["category"] == "credentials"
         r = c.post("/v1/dashboard/candidates/keep-logins-handy/reject")
         assert r.status_code == 200
+
+
+def test_a_head_preconnect_to_the_root_is_answered(dashboard: Dashboard) -> None:
+    with dashboard.client() as c:
+        r = c.head("/")
+    assert r.status_code == 200 and r.content == b""
