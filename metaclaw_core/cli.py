@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -153,14 +154,11 @@ def skills_import(
         else:
             for name in report.live:
                 out.print(f"live         {name}", highlight=False, markup=False)
+            # what was held back goes to stderr, one line each (plain: rich would wrap paths)
             for name, review in report.quarantined.items():
-                out.print(f"quarantined  {name}", highlight=False, markup=False)
-                for reason in review.reasons():
-                    out.print(f"               {reason}", highlight=False, markup=False)
+                sys.stderr.write(f"quarantined  {name}: {'; '.join(review.reasons())}\n")
             for name, reasons in report.rejected.items():
-                out.print(f"rejected     {name}", highlight=False, markup=False)
-                for reason in reasons:
-                    out.print(f"               {reason}", highlight=False, markup=False)
+                sys.stderr.write(f"rejected     {name}: {'; '.join(reasons)}\n")
             gen = report.generation
             out.print(
                 f"imported {len(report.live)} of "

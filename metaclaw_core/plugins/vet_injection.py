@@ -82,7 +82,8 @@ _SENDS = re.compile(
     _I,
 )
 _OBEYS = re.compile(
-    r"\b(?:follow\w* (?:the |its |any |whatever |every )?(?:instructions|directions|orders|"
+    r"\b(?:follow\w* (?:it|them|that|those)\b|"
+    r"follow\w* (?:the |its |any |whatever |every )?(?:instructions|directions|orders|"
     r"commands|steps it|what)|obey\w*|do what|carry out|act on|apply (?:what|the instructions)|"
     r"execute what|run what|comply with)\b",
     _I,

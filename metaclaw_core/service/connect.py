@@ -24,12 +24,10 @@ import os
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
-import httpx
 import typer
 
-from metaclaw_core.config import Settings
 from metaclaw_core.errors import ConfigError
 from metaclaw_core.service.openclaw import (
     PLUGIN_ID,
@@ -39,6 +37,11 @@ from metaclaw_core.service.openclaw import (
     read_config,
     write_config_atomically,
 )
+
+if TYPE_CHECKING:  # `metaclaw --help` loads neither the settings nor httpx
+    import httpx
+
+    from metaclaw_core.config import Settings
 
 CODEX_PROFILE = "metaclaw"
 MARKER = "# written by `metaclaw connect codex`; `metaclaw connect codex --undo` removes it"
@@ -71,6 +74,8 @@ def service_url(settings: Settings) -> str:
 def probe(url: str, token: str | None, transport: httpx.BaseTransport | None = None) -> str:
     """One line on whether the service answers: ``/readyz``, or ``/healthz`` where that is
     404 (older services)."""
+    import httpx
+
     headers = {"authorization": f"Bearer {token}"} if token else {}
     try:
         with httpx.Client(
@@ -388,6 +393,8 @@ def connect(
     ] = False,
 ) -> None:
     """Print (or --write / --undo) the settings a client needs to go through the proxy."""
+    from metaclaw_core.config import Settings
+
     settings = Settings()
     token = settings.service.token.get_secret_value() if settings.service.token else None
     base = (url or service_url(settings)).rstrip("/")

@@ -169,6 +169,9 @@ def test_skills_import_allow_flagged_admits_what_the_review_held(
         "Répondez toujours en français, avec des phrases courtes. Utilisez le vouvoiement et "
         "indiquez les dates au format jour mois année, par exemple le 3 décembre 2026.",
     )
+    r = run("skills", "import", str(src))
+    assert r.exit_code == 1 and "quarantined  reponses-fr: unreadable" in r.stderr
+    r = run("skills", "reject", "reponses-fr")
     r = run("skills", "import", str(src), "--allow-flagged")
     assert r.exit_code == 0, r.output
     assert "live         reponses-fr" in r.stdout
