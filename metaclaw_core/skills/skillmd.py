@@ -102,28 +102,11 @@ def read_skill_dir(root: Path) -> list[Skill]:
 
     Raises on the first malformed file or duplicated name; returns nothing partial.
     """
-    root = Path(root)
-    if not root.exists():
-        raise SkillFormatError("no such file or folder", path=root)
-    files = [root] if root.is_file() else sorted(root.glob("*/SKILL.md"))
-    if root.is_dir() and (root / "SKILL.md").is_file():
-        files.insert(0, root / "SKILL.md")
-    if not files:
-        raise SkillFormatError("no <name>/SKILL.md files found", path=root)
     skills: list[Skill] = []
-    seen: dict[str, Path] = {}
-    for f in files:
-        try:
-            text = f.read_text(encoding="utf-8")
-        except UnicodeDecodeError as exc:
-            raise SkillFormatError(f"not UTF-8 text ({exc.reason})", path=f, line=1) from None
-        skill = parse_skill_md(text, path=f)
-        if skill.name in seen:
-            raise SkillFormatError(
-                f"skill name {skill.name!r} is also used by {seen[skill.name]}", path=f, line=2
-            )
-        seen[skill.name] = f
-        skills.append(skill)
+    for _, result in read_skill_files(root):
+        if isinstance(result, SkillFormatError):
+            raise result
+        skills.append(result)
     return skills
 
 
