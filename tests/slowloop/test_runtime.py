@@ -60,8 +60,9 @@ def test_slow_loop_trains_in_windows_and_serves_what_it_trained(
     _wait(lambda: loop.policy is not None and loop.policy.current().label == "sampler-000002")
     answer = loop.policy.complete([{"role": "user", "content": "hi"}], SamplingParams(64))
     assert answer.texts == ["answer 0 from sampler-000002"]
-    status = loop.status()
-    assert status["buffer"]["query"] == 0 and status["step"] == 2
+    # the step publishes its weights before it marks its batch consumed: wait for the mark
+    _wait(lambda: loop.status()["buffer"]["query"] == 0)
+    assert loop.status()["step"] == 2
     loop.close()
     assert "save:step-000002" in backend.events and backend.events[-1] == "close"
 
