@@ -12,13 +12,12 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-import httpx
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse
 from starlette.responses import Response
 
 from metaclaw_core.service import anthropic_format
-from metaclaw_core.service.forwarding import WireFormat, forward, transport_error, upstream_url
+from metaclaw_core.service.forwarding import WireFormat, forward, pass_through
 from metaclaw_core.service.state import ServiceState, service_state
 
 router = APIRouter(prefix="/v1", tags=["Anthropic-compatible proxy"])
@@ -132,18 +131,12 @@ async def messages(request: Request, state: State) -> Response:
 @router.post("/messages/count_tokens", response_model=None)
 async def count_tokens(request: Request, state: State) -> Response:
     """Passed through to the upstream's ``count_tokens`` as the client sent it."""
-    url = upstream_url(anthropic_base(state), "/v1/messages/count_tokens", request)
-    if url is None:
-        return anthropic_error(503, MESSAGES.no_upstream, "no_upstream", None)
-    assert state.http is not None
-    try:
-        upstream = await state.http.post(
-            url, content=await request.body(), headers=anthropic_headers(state, request)
-        )
-    except httpx.HTTPError as exc:
-        return transport_error(state, MESSAGES, exc)[1]
-    return Response(
-        upstream.content,
-        status_code=upstream.status_code,
-        media_type=upstream.headers.get("content-type", "application/json"),
+    return await pass_through(
+        MESSAGES,
+        state,
+        "POST",
+        "/v1/messages/count_tokens",
+        request,
+        anthropic_headers(state, request),
+        await request.body(),
     )

@@ -146,6 +146,33 @@ def transport_error(
     return message, fmt.error(504 if timeout else 502, message, code, None)
 
 
+async def pass_through(
+    fmt: WireFormat,
+    state: ServiceState,
+    method: str,
+    path: str,
+    request: Request,
+    headers: dict[str, str],
+    content: bytes | None = None,
+) -> Response:
+    """A call that needs no skills and no capture (``/v1/models``, ``count_tokens``): sent
+    upstream as the client sent it, answered as the upstream answered, errors in ``fmt``'s
+    shape."""
+    url = upstream_url(fmt.base_url(state), path, request)
+    if url is None:
+        return fmt.error(503, fmt.no_upstream, "no_upstream", None)
+    assert state.http is not None
+    try:
+        upstream = await state.http.request(method, url, headers=headers, content=content)
+    except httpx.HTTPError as exc:
+        return transport_error(state, fmt, exc)[1]
+    return Response(
+        upstream.content,
+        status_code=upstream.status_code,
+        media_type=upstream.headers.get("content-type", "application/json"),
+    )
+
+
 async def _parse(raw: bytes) -> Any:
     if len(raw) > OFF_LOOP_JSON_BYTES:
         return await asyncio.to_thread(json.loads, raw)

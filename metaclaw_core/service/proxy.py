@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-import httpx
 from fastapi import APIRouter, Depends, Request
 from starlette.responses import Response
 
@@ -24,9 +23,8 @@ from metaclaw_core.service.forwarding import (
     WireFormat,
     forward,
     make_upstream_client,
+    pass_through,
     redact_url,
-    transport_error,
-    upstream_url,
 )
 from metaclaw_core.service.state import ServiceState, service_state
 
@@ -170,18 +168,6 @@ async def responses(request: Request, state: State) -> Response:
 @router.get("/models", response_model=None)
 async def models(request: Request, state: State) -> Response:
     """The upstream's model list, as it answered."""
-    url = upstream_url(_openai_base(state), "/models", request)
-    if url is None:
-        return CHAT.error(503, CHAT.no_upstream, "no_upstream", None)
-    assert state.http is not None
     headers = _openai_headers(state, request)
     headers.pop("content-type")
-    try:
-        upstream = await state.http.get(url, headers=headers)
-    except httpx.HTTPError as exc:
-        return transport_error(state, CHAT, exc)[1]
-    return Response(
-        upstream.content,
-        status_code=upstream.status_code,
-        media_type=upstream.headers.get("content-type", "application/json"),
-    )
+    return await pass_through(CHAT, state, "GET", "/models", request, headers)
