@@ -165,6 +165,9 @@ def test_two_learners_cannot_fork_generations_on_object_storage(
         host_settings(tmp_path / "b", s3, db, role="learner"), plugins=[SharedEmbedder(minilm)]
     )
     try:
+        # both loaded first: a learner still loading its library opens (and may create) the
+        # tables while the other writes, which lance reports as a conflicting transaction
+        assert a.wait_ready(60) and b.wait_ready(60)
         a.add_skills(SKILL)
         rows = b.library._version_rows([Skill(name="beta", description="b", body="Beta.")], 2)
         a.add_skills(Skill(name="gamma", description="g", body="Gamma."))
