@@ -7,44 +7,109 @@ internal error is logged (rate-limited) and swallowed: the host's call goes on u
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from metaclaw_core.capture import encode_call
-from metaclaw_core.config import Settings
-from metaclaw_core.embeddings import Embedder, LoadedEmbedder, Vector
 from metaclaw_core.errors import MetaClawError
-from metaclaw_core.evolve.loop import FastLoop
-from metaclaw_core.evolve.vetting import VetContext
 from metaclaw_core.faults import FaultLog
-from metaclaw_core.models import (
-    CallContext,
-    Generation,
-    Injection,
-    ModelOutput,
-    Reward,
-    Skill,
-    new_id,
-    utcnow,
-)
-from metaclaw_core.plugins import make_plugin_manager
-from metaclaw_core.plugins.render import choose_within_budget
-from metaclaw_core.skills.index import SkillSnapshot
-from metaclaw_core.skills.library import ImportReport, SkillLibrary
-from metaclaw_core.skills.snapshot_cache import cache_path, load_snapshot, save_snapshot
-from metaclaw_core.skills.verdict import Finding, as_findings
-from metaclaw_core.store.db import Store
-from metaclaw_core.store.journal import CaptureJournal
-from metaclaw_core.store.records import EncodedTrajectory, encode_trajectory
-from metaclaw_core.store.trajectories import TrajectoryStore
-from metaclaw_core.store.writer import CaptureWriter
+
+if TYPE_CHECKING:
+    from metaclaw_core.capture import encode_call
+    from metaclaw_core.config import Settings
+    from metaclaw_core.embeddings import Embedder, LoadedEmbedder, Vector
+    from metaclaw_core.evolve.loop import FastLoop
+    from metaclaw_core.evolve.vetting import VetContext
+    from metaclaw_core.models import (
+        CallContext,
+        Generation,
+        Injection,
+        ModelOutput,
+        Reward,
+        Skill,
+        new_id,
+        utcnow,
+    )
+    from metaclaw_core.plugins import make_plugin_manager
+    from metaclaw_core.plugins.render import choose_within_budget
+    from metaclaw_core.skills.index import SkillSnapshot
+    from metaclaw_core.skills.library import ImportReport, SkillLibrary
+    from metaclaw_core.skills.snapshot_cache import cache_path, load_snapshot, save_snapshot
+    from metaclaw_core.skills.verdict import Finding, as_findings
+    from metaclaw_core.store.db import Store
+    from metaclaw_core.store.journal import CaptureJournal
+    from metaclaw_core.store.records import EncodedTrajectory, encode_trajectory
+    from metaclaw_core.store.trajectories import TrajectoryStore
+    from metaclaw_core.store.writer import CaptureWriter
+
+
+def _load_runtime() -> None:
+    """Import what an engine runs on, once, when the first engine is made.
+
+    ``from metaclaw_core import MetaClaw`` then costs only this module: the settings
+    (pydantic-settings), numpy, the store, the fast loop and the plugins load with the first
+    ``MetaClaw(...)``. The names are bound as this module's globals, so the hot path looks
+    them up as it would top-level imports.
+    """
+    if "SkillSnapshot" in globals():
+        return
+    from metaclaw_core import capture, embeddings, models
+    from metaclaw_core.config import Settings
+    from metaclaw_core.evolve.loop import FastLoop
+    from metaclaw_core.evolve.vetting import VetContext
+    from metaclaw_core.plugins import make_plugin_manager
+    from metaclaw_core.plugins.render import choose_within_budget
+    from metaclaw_core.skills import library, snapshot_cache, verdict
+    from metaclaw_core.skills.index import SkillSnapshot
+    from metaclaw_core.store import records
+    from metaclaw_core.store.db import Store
+    from metaclaw_core.store.journal import CaptureJournal
+    from metaclaw_core.store.trajectories import TrajectoryStore
+    from metaclaw_core.store.writer import CaptureWriter
+
+    names: dict[str, Any] = {
+        "encode_call": capture.encode_call,
+        "Settings": Settings,
+        "Embedder": embeddings.Embedder,
+        "LoadedEmbedder": embeddings.LoadedEmbedder,
+        "FastLoop": FastLoop,
+        "VetContext": VetContext,
+        "make_plugin_manager": make_plugin_manager,
+        "choose_within_budget": choose_within_budget,
+        "ImportReport": library.ImportReport,
+        "SkillLibrary": library.SkillLibrary,
+        "cache_path": snapshot_cache.cache_path,
+        "load_snapshot": snapshot_cache.load_snapshot,
+        "save_snapshot": snapshot_cache.save_snapshot,
+        "Finding": verdict.Finding,
+        "as_findings": verdict.as_findings,
+        "Store": Store,
+        "CaptureJournal": CaptureJournal,
+        "EncodedTrajectory": records.EncodedTrajectory,
+        "encode_trajectory": records.encode_trajectory,
+        "TrajectoryStore": TrajectoryStore,
+        "CaptureWriter": CaptureWriter,
+    }
+    for name in ("CallContext", "Generation", "Injection", "ModelOutput", "Reward", "Skill"):
+        names[name] = getattr(models, name)
+    names["new_id"], names["utcnow"] = models.new_id, models.utcnow
+    globals().update(names)
+    globals()["SkillSnapshot"] = SkillSnapshot  # last: it marks the runtime as loaded
+
 
 log = logging.getLogger("metaclaw")
+_T = TypeVar("_T")
+
+
+async def _to_thread(fn: Callable[..., _T], *args: Any) -> _T:
+    import asyncio  # only async hosts pay for it (≈40-70 ms to import on two cores)
+
+    return await asyncio.to_thread(fn, *args)
+
 
 MAX_PENDING_CALLS = 10_000
 REDACTION_PLUGIN = "builtin:redact"  # its redaction runs inside capture.encode_call
@@ -73,6 +138,7 @@ class MetaClaw:
         plugins: list[Any] | tuple[Any, ...] = (),
         capture: bool = True,
     ) -> None:
+        _load_runtime()
         self.settings = settings or Settings()
         self.faults = FaultLog(log)
         self.pm = make_plugin_manager(plugins, load_entrypoints=self.settings.load_entrypoints)
@@ -341,7 +407,7 @@ class MetaClaw:
                 query = self._extract_query(ctx)
                 cached = getattr(self.embedder, "cached_query", None)
                 if query and cached is not None and cached(query) is None:
-                    return await asyncio.to_thread(self._inject, ctx, query)
+                    return await _to_thread(self._inject, ctx, query)
         except Exception as exc:
             self.faults.record("before_call", exc)
         return self._inject(ctx, query)
@@ -363,7 +429,7 @@ class MetaClaw:
         return self.feedback(trajectory_id, reward, source=source, detail=detail)
 
     async def aclose(self) -> None:
-        await asyncio.to_thread(self.close)
+        await _to_thread(self.close)
 
     # -- skills --------------------------------------------------------------------------
     def add_skills(self, skills: Skill | list[Skill], *, reason: str = "add") -> Generation:

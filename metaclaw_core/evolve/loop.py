@@ -21,7 +21,6 @@ from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from metaclaw_core.evolve.evolver import EvolutionReport, SkillEvolver
 from metaclaw_core.evolve.support import CORRECTION
 from metaclaw_core.hookspecs import hookimpl
 from metaclaw_core.models import Reward, Trajectory
@@ -29,6 +28,7 @@ from metaclaw_core.store.records import EncodedTrajectory
 
 if TYPE_CHECKING:
     from metaclaw_core.engine import MetaClaw
+    from metaclaw_core.evolve.evolver import EvolutionReport, SkillEvolver
 
 log = logging.getLogger("metaclaw.fastloop")
 
@@ -71,6 +71,10 @@ class FastLoop:
     @property
     def evolver(self) -> SkillEvolver:
         if self._evolver is None:
+            # imported on first use: the evolver brings the LLM client, the skill readers
+            # and the vetting models, which an engine that never evolves does not need
+            from metaclaw_core.evolve.evolver import SkillEvolver
+
             self._evolver = SkillEvolver(self.engine)
         return self._evolver
 

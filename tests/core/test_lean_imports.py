@@ -32,12 +32,24 @@ INTEGRATIONS = {
 }
 
 
-def heavy_after(code: str, *extra_path: Path) -> list[str]:
-    """The heavy modules present in ``sys.modules`` once ``code`` has run in a new process."""
+# What the engine runs on, loaded with the first ``MetaClaw(...)``, not with the class.
+ENGINE_RUNTIME = (
+    "numpy",
+    "pydantic_settings",
+    "metaclaw_core.config",
+    "metaclaw_core.store.db",
+    "metaclaw_core.evolve.evolver",
+    "metaclaw_core.llm",
+)
+
+
+def heavy_after(code: str, *extra_path: Path, watch: tuple[str, ...] = HEAVY) -> list[str]:
+    """The modules of ``watch`` present in ``sys.modules`` once ``code`` has run in a new
+    process."""
     probe = (
         "import json, sys\n"
         f"{code}\n"
-        f"print(json.dumps(sorted(m for m in {list(HEAVY)!r} if m in sys.modules)))\n"
+        f"print(json.dumps(sorted(m for m in {list(watch)!r} if m in sys.modules)))\n"
     )
     env_path = ":".join(str(p) for p in (ROOT, *extra_path))
     done = subprocess.run(
@@ -65,9 +77,30 @@ def test_the_engine_module_imports_without_the_heavy_libraries() -> None:
     assert heavy_after("from metaclaw_core.engine import MetaClaw") == []
 
 
+def test_the_engine_class_defers_its_runtime_to_the_first_engine() -> None:
+    code = "from metaclaw_core import MetaClaw"
+    assert heavy_after(code, watch=HEAVY + ENGINE_RUNTIME) == []
+
+
+def test_the_first_engine_loads_its_runtime_but_not_the_evolver(tmp_path: Path) -> None:
+    code = (
+        "from metaclaw_core import MetaClaw, Settings\n"
+        f"engine = MetaClaw(Settings(home={str(tmp_path)!r}), capture=False)\n"
+        "assert 'metaclaw_core.store.db' in sys.modules and 'numpy' in sys.modules\n"
+        "engine.close()"
+    )
+    # the store's libraries may be loading on the engine's threads; the evolver and its LLM
+    # client are loaded only when something evolves
+    watch = ("openai", "torch", "sentence_transformers", "metaclaw_core.evolve.evolver")
+    assert heavy_after(code, watch=watch) == []
+
+
 @pytest.mark.parametrize("package", sorted(INTEGRATIONS))
 def test_an_integration_package_imports_without_the_heavy_libraries(package: str) -> None:
     assert heavy_after(f"import {package}", INTEGRATIONS[package]) == []
+    # and without the engine's runtime: a host pays for it when it makes the engine
+    watch = ("pydantic_settings", "metaclaw_core.config", "metaclaw_core.evolve.evolver")
+    assert heavy_after(f"import {package}", INTEGRATIONS[package], watch=watch) == []
 
 
 def test_cli_help_loads_none_of_the_heavy_libraries_nor_the_engine() -> None:
