@@ -133,6 +133,7 @@ def encode_call(
     vector: Vector | None,
     caps: CaptureSettings,
     redact: bool,
+    embedder: str | None = None,
     repair: bool = True,
 ) -> EncodedTrajectory:
     """The journal record of one call.
@@ -164,7 +165,7 @@ def encode_call(
             meta["truncated"] = cut
         if copier.redacted:
             meta["redacted"] = meta.get("redacted", 0) + copier.redacted
-        return encode_parts(head, msgs, out, meta, vector)
+        return encode_parts(head, msgs, out, meta, vector, embedder)
     except (UnicodeEncodeError, orjson.JSONEncodeError):
         if not repair:
             raise
@@ -183,6 +184,7 @@ def encode_call(
         vector=vector,
         caps=caps,
         redact=redact,
+        embedder=embedder,
         repair=False,
     )
 

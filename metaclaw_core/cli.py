@@ -220,6 +220,24 @@ def skills_history(as_json: JsonOpt = False) -> None:
         out.print(table)
 
 
+@skills_app.command("reembed")
+def skills_reembed(as_json: JsonOpt = False) -> None:
+    """Re-embed what another model embedded (skills: one new generation; trajectories: in
+    place) with the configured embedder, so vectors of two models are never served together."""
+    with _Guard(), _engine(embedder=True) as engine:
+        done = engine.reembed()
+        if as_json:
+            _print_json(done)
+        elif not done["skills"] and not done["trajectories"]:
+            out.print(f"nothing to re-embed: every vector is {done['embedder']}'s", highlight=False)
+        else:
+            out.print(
+                f"re-embedded {len(done['skills'])} skills (generation {done['generation']}) "
+                f"and {done['trajectories']} trajectories with {done['embedder']}",
+                highlight=False,
+            )
+
+
 @skills_app.command("rollback")
 def skills_rollback(generation: int, as_json: JsonOpt = False) -> None:
     """Restore the live set of GENERATION, as a new generation."""

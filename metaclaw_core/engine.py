@@ -160,6 +160,8 @@ class MetaClaw:
             ),
         )
         self._last_refresh: float | None = None
+        # recorded with each captured query vector (the trajectories' ``embedder`` column)
+        self._embedder_id = self.library.embedder_id
         self.trajectories = TrajectoryStore(self.store, default_dim=self._vector_dim)
         self._snapshot = SkillSnapshot(generation=0)
         self._snapshot_loaded = threading.Event()  # first attempt done (maybe failed)
@@ -364,6 +366,7 @@ class MetaClaw:
                 vector=inj.query_vector if inj is not None else None,
                 caps=self.settings.capture,
                 redact=builtin_redaction and self.settings.capture.redact_secrets,
+                embedder=self._embedder_id,
             )
             if host_plugins:
                 # A plugin of the host's: it gets the documented Trajectory, then the record
@@ -374,7 +377,7 @@ class MetaClaw:
                 )
                 if any(v is False for v in verdicts):
                     return None
-                record = encode_trajectory(traj, record.vector)
+                record = encode_trajectory(traj, record.vector, self._embedder_id)
                 tid = traj.id
             if self.writer is None:
                 raise MetaClawError("capture is disabled (the spool could not be opened)")
@@ -435,6 +438,25 @@ class MetaClaw:
     def add_skills(self, skills: Skill | list[Skill], *, reason: str = "add") -> Generation:
         """Add skills; the next call sees them (the snapshot is rebuilt before this returns)."""
         return self.library.add(skills, reason=reason)
+
+    def reembed(self) -> dict[str, Any]:
+        """Migrate the store to this engine's embedder (off the hot path; waits for the model):
+        live skills whose vectors another model made, or that do not say, get new versions as
+        one generation; captured query vectors of another model are re-embedded in place.
+        Returns what changed: ``{"embedder", "generation", "skills", "trajectories"}``."""
+        if not self.embedder.wait_ready(120):
+            why = getattr(self.embedder, "load_error", None)
+            raise MetaClawError(f"metaclaw: the embedder is not available ({why})")
+        gen = self.library.reembed()
+        done = self.trajectories.reembed(
+            lambda texts: self.embedder.embed_documents(texts), self._embedder_id
+        )
+        return {
+            "embedder": self._embedder_id,
+            "generation": gen.number if gen is not None else self.library.current_generation(),
+            "skills": list(gen.updated) if gen is not None else [],
+            "trajectories": done,
+        }
 
     def import_skills(
         self,

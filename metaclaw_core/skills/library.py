@@ -290,8 +290,7 @@ class SkillLibrary:
             raise EmbedderError(
                 f"metaclaw: the live skills' vectors were made by {', '.join(theirs)} but this "
                 f"engine embeds with {ours}; set METACLAW_EMBEDDING__MODEL to the library's "
-                "model, or export the skills (`metaclaw skills export DIR`) and import them "
-                "into a new store"
+                "model, or re-embed the store with this one (`metaclaw skills reembed`)"
             )
 
     def snapshot(self) -> SkillSnapshot:
@@ -509,6 +508,36 @@ class SkillLibrary:
                 updated=sorted(s.name for s in updated),
             )
             return self._publish(current, gen, [r["row_id"] for r in rows], new_rows=rows)
+
+    def stale_vectors(self) -> list[str]:
+        """Names of the live skills whose vectors this library's embedder did not make (another
+        model's, or rows written before the ``embedder`` column, which say nothing)."""
+        with self._lock:
+            self.refresh()
+            _, rows = self._live_rows()
+        return [r["name"] for r in rows if r.get("embedder") != self.embedder_id]
+
+    def reembed(self, *, reason: str | None = None) -> Generation | None:
+        """The migration to this library's embedder: every live skill whose vector another
+        model made (or an old row that does not say) gets a new version embedded by this
+        one, published as one generation (the skills' text is unchanged, so they are not
+        vetted again). None when there is nothing to re-embed."""
+        self._check_writable()
+        with self._lock:
+            self.refresh()
+            current, rows = self._live_rows()
+            stale = [r for r in rows if r.get("embedder") != self.embedder_id]
+            if not stale:
+                return None
+            skills = [self._to_skill(r) for r in stale]
+            new_gen = current + 1
+            fresh = self._version_rows(skills, new_gen)
+            gen = Generation(
+                number=new_gen,
+                reason=reason or f"re-embedded with {self.embedder_id}",
+                updated=sorted(s.name for s in skills),
+            )
+            return self._publish(current, gen, [r["row_id"] for r in fresh], new_rows=fresh)
 
     def _check_writable(self) -> None:
         if self.read_only_reason:

@@ -115,6 +115,9 @@ def trajectories_schema(dim: int) -> pa.Schema:
             pa.field("truncated", pa.bool_()),
             pa.field("metadata_json", pa.string()),
             pa.field("vector", pa.list_(pa.float32(), dim)),
+            # The model that made the query ``vector`` (Embedder.model_id); null in rows
+            # written before it was recorded and where there is no vector.
+            pa.field("embedder", pa.string()),
         ],
         metadata={"metaclaw_schema_version": str(SCHEMA_VERSION)},
     )
@@ -242,6 +245,18 @@ class Store:
             except ValueError as exc:
                 if "already set" not in str(exc):
                     raise
+
+    def migrate(self, name: str, schema: pa.Schema) -> bool:
+        """Add the columns of ``schema`` that table ``name`` lacks (nullable, filled with
+        nulls); True if it changed. The table must exist."""
+        with self._lock:
+            tbl = self.table(name)
+            if tbl is None:
+                raise StoreError(f"metaclaw: the store at {self.uri!r} has no table {name!r}")
+            if all(f.name in tbl.schema.names for f in schema):
+                return False
+            self._migrate(tbl, schema)
+            return True
 
     @staticmethod
     def _migrate(tbl: Any, schema: pa.Schema) -> None:

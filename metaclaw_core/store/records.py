@@ -1,7 +1,8 @@
 """Journal records: how a captured trajectory or a reward is written as one line of bytes.
 
-A trajectory line is ``{"k":"t","v":<base64 float32 query vector or null>,"d":<scalar
-fields>,"m":<messages>,"o":<output>,"x":<metadata>}``, made on the hot path in one orjson call
+A trajectory line is ``{"k":"t","v":<base64 float32 query vector or null>,"e":<the
+embedder that made it, or absent>,"d":<scalar fields>,"m":<messages>,"o":<output>,
+"x":<metadata>}``, made on the hot path in one orjson call
 (:mod:`metaclaw_core.capture`). The writer thread parses each line back with orjson for the
 store's columns (a few microseconds a record, keeping nothing), so a queued capture is just
 its bytes.
@@ -87,6 +88,8 @@ class EncodedTrajectory:
         row["messages_json"] = dumps(obj.get("m") or []).decode()
         row["output_json"] = dumps(output).decode()
         row["metadata_json"] = dumps(obj.get("x") or {}).decode()
+        # the model that made the query vector (lines journaled before it was recorded: None)
+        row["embedder"] = obj.get("e") if obj.get("v") else None
         return row
 
     @property
@@ -121,8 +124,10 @@ def encode_parts(
     output: dict[str, Any],
     metadata: dict[str, Any],
     vector: Vector | None,
+    embedder: str | None = None,
 ) -> EncodedTrajectory:
     """The record of a trajectory given as plain data (one serialisation, newline included).
+    ``embedder`` names the model that made ``vector`` (``Embedder.model_id``).
 
     Raises ``orjson.JSONEncodeError`` on a string that is not valid UTF-8 (lone surrogate).
     """
@@ -130,15 +135,20 @@ def encode_parts(
     if vector is not None:
         raw = np.asarray(vector, dtype=np.float32).tobytes()
         vec = binascii.b2a_base64(raw, newline=False).decode()
+    obj = {"k": KIND_TRAJECTORY, "v": vec, "d": head, "m": messages, "o": output, "x": metadata}
+    if vec is not None and embedder:
+        obj["e"] = embedder
     line = orjson.dumps(
-        {"k": KIND_TRAJECTORY, "v": vec, "d": head, "m": messages, "o": output, "x": metadata},
+        obj,
         default=str,
         option=_OPTIONS | orjson.OPT_APPEND_NEWLINE,
     )
     return EncodedTrajectory(line, vector)
 
 
-def encode_trajectory(trajectory: Trajectory, vector: Vector | None) -> EncodedTrajectory:
+def encode_trajectory(
+    trajectory: Trajectory, vector: Vector | None, embedder: str | None = None
+) -> EncodedTrajectory:
     """The record of a trajectory object (one a ``metaclaw_prepare_trajectory`` plugin saw)."""
     record = encode_parts(
         trajectory.model_dump(exclude=_SCALARS),
@@ -146,6 +156,7 @@ def encode_trajectory(trajectory: Trajectory, vector: Vector | None) -> EncodedT
         trajectory.output.model_dump(),
         trajectory.metadata,
         vector,
+        embedder,
     )
     record.built = trajectory
     return record

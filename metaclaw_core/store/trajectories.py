@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -10,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from pydantic import TypeAdapter
 
+from metaclaw_core.errors import StoreError
 from metaclaw_core.models import Message, ModelOutput, Reward, Trajectory
 from metaclaw_core.store.db import (
     REWARDS,
@@ -24,6 +26,8 @@ from metaclaw_core.store.records import SCALAR_COLUMNS, EncodedTrajectory
 
 if TYPE_CHECKING:  # imported where first used: importing the engine stays free of pyarrow
     import pyarrow as pa
+
+log = logging.getLogger("metaclaw.store")
 
 _MESSAGES = TypeAdapter(list[Message])
 # What `recent` reads: every column but the bodies (messages, output JSON, metadata, vector).
@@ -62,12 +66,94 @@ class TrajectoryStore:
         hint = next((len(e.vector) for e in items if e.vector is not None), None)
         table = self._table(create=True, dim_hint=hint)
         schema = self._schema or table.schema
+        if "embedder" not in schema.names:
+            schema = self._add_embedder_column(table, schema)
         try:
             table.add(self._arrow(items, schema))
         except Exception:
             self._schema = None  # maybe stale: the replay of these records reads it again
             raise
         self._schema = schema
+
+    def _add_embedder_column(self, table: Any, schema: pa.Schema) -> pa.Schema:
+        """Migrate a table written before the ``embedder`` column; if that fails, write
+        without it this time (the captures are not held up by a migration)."""
+        try:
+            dim = int(schema.field("vector").type.list_size)
+            self.store.migrate(TRAJECTORIES, trajectories_schema(dim))
+            return self.store.table(TRAJECTORIES).schema
+        except Exception as exc:
+            log.warning("metaclaw: could not add the trajectories' embedder column: %s", exc)
+            return schema
+
+    # -- vectors of another model (the re-embedding migration) ------------------------------
+    @staticmethod
+    def _stale_filter(embedder_id: str) -> str:
+        return f"vector IS NOT NULL AND (embedder IS NULL OR embedder != {sql_str(embedder_id)})"
+
+    def stale_vectors(self, embedder_id: str) -> int:
+        """How many stored query vectors were not made by ``embedder_id`` (or say nothing)."""
+        table = self._table(create=False)
+        if table is None:
+            return 0
+        self.store.refresh(TRAJECTORIES)
+        if "embedder" not in table.schema.names:
+            return int(table.count_rows("vector IS NOT NULL"))
+        return int(table.count_rows(self._stale_filter(embedder_id)))
+
+    def reembed(
+        self,
+        embed: Callable[[list[str]], Any],
+        embedder_id: str,
+        *,
+        batch: int = 256,
+    ) -> int:
+        """Replace every query vector not made by ``embedder_id`` with ``embed`` of its
+        query text, recording ``embedder_id``; returns how many. Rows are updated in place
+        (merge on ``id``), a batch per commit, so an interrupted run is resumed by the next.
+        The text embedded is the stored query, which is the redacted one."""
+        import pyarrow as pa
+
+        table = self._table(create=False)
+        if table is None:
+            return 0
+        self.store.refresh(TRAJECTORIES)
+        schema = table.schema
+        if "embedder" not in schema.names:
+            self._add_embedder_column(table, schema)
+            table = self.store.table(TRAJECTORIES)
+            if "embedder" not in table.schema.names:
+                raise StoreError("metaclaw: cannot add the trajectories' embedder column")
+        dim = int(table.schema.field("vector").type.list_size)
+        rows = (
+            table.search()
+            .where(self._stale_filter(embedder_id))
+            .select(["id", "query"])
+            .limit(None)
+            .to_arrow()
+        )
+        ids, queries = rows["id"].to_pylist(), [q or "" for q in rows["query"].to_pylist()]
+        done = 0
+        for start in range(0, len(ids), batch):
+            chunk = ids[start : start + batch]
+            vectors = np.asarray(embed(queries[start : start + batch]), dtype=np.float32)
+            if vectors.shape != (len(chunk), dim):
+                raise StoreError(
+                    f"metaclaw: the embedder gives {vectors.shape[-1]}-dim vectors but the "
+                    f"trajectories table holds {dim}-dim ones"
+                )
+            update = pa.table(
+                {
+                    "id": pa.array(chunk, type=pa.string()),
+                    "vector": pa.FixedSizeListArray.from_arrays(
+                        pa.array(vectors.reshape(-1), type=pa.float32()), dim
+                    ),
+                    "embedder": pa.array([embedder_id] * len(chunk), type=pa.string()),
+                }
+            )
+            table.merge_insert("id").when_matched_update_all().execute(update)
+            done += len(chunk)
+        return done
 
     @staticmethod
     def _arrow(items: Sequence[EncodedTrajectory], schema: pa.Schema) -> pa.Table:
