@@ -408,13 +408,25 @@ def feedback(
 
 # -- status and demo -----------------------------------------------------------------------
 @app.command("status")
-def status(as_json: JsonOpt = False) -> None:
+def status(
+    as_json: JsonOpt = False,
+    read_store: Annotated[
+        bool, typer.Option("--read-store", hidden=True, help="Always open the store.")
+    ] = False,
+) -> None:
     """Paths, counts, generation, model, health."""
-    with _Guard(), _engine() as engine:
-        engine.refresh_snapshot()
-        data = engine.status()
-        data["config_file"] = str(engine.settings.config_file)
-        data["config_file_exists"] = engine.settings.config_file.exists()
+    from metaclaw_core.config import Settings
+    from metaclaw_core.status import quick_status
+
+    with _Guard():
+        # a local store whose cached snapshot is current is answered from its manifests
+        data = None if read_store else quick_status(Settings())
+        if data is None:
+            with _engine() as engine:
+                engine.refresh_snapshot()
+                data = engine.status()
+                data["config_file"] = str(engine.settings.config_file)
+                data["config_file_exists"] = engine.settings.config_file.exists()
         if as_json:
             _print_json(data)
             return
