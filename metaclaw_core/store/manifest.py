@@ -73,13 +73,13 @@ def _fields(buf: bytes) -> list[tuple[int, int, int | bytes]]:
 
 def _fragment_rows(fragment: bytes) -> int:
     physical = deleted = 0
-    for number, wire, value in _fields(fragment):
-        if number == 4 and wire == 0:  # physical_rows
-            physical = int(value)  # type: ignore[arg-type]
-        elif number == 3 and wire == 2:  # deletion_file
-            for n, w, v in _fields(value):  # type: ignore[arg-type]
-                if n == 4 and w == 0:  # num_deleted_rows
-                    deleted = int(v)  # type: ignore[arg-type]
+    for number, _, value in _fields(fragment):
+        if number == 4 and isinstance(value, int):  # physical_rows
+            physical = value
+        elif number == 3 and isinstance(value, bytes):  # deletion_file
+            for n, _, v in _fields(value):
+                if n == 4 and isinstance(v, int):  # num_deleted_rows
+                    deleted = v
     if deleted > physical:
         raise ManifestError("a fragment deletes more rows than it has")
     return physical - deleted
@@ -97,10 +97,10 @@ def manifest_rows(data: bytes) -> int:
     if len(message) != size:
         raise ManifestError("truncated manifest")
     rows = 0
-    for number, wire, value in _fields(message):
-        if number == 2 and wire == 2:  # fragments
-            rows += _fragment_rows(value)  # type: ignore[arg-type]
-        elif number == 9 and wire == 0 and int(value) & ~_KNOWN_FLAGS:  # type: ignore[arg-type]
+    for number, _, value in _fields(message):
+        if number == 2 and isinstance(value, bytes):  # fragments
+            rows += _fragment_rows(value)
+        elif number == 9 and isinstance(value, int) and value & ~_KNOWN_FLAGS:
             raise ManifestError(f"unknown reader feature flags {value}")
     return rows
 
@@ -116,7 +116,7 @@ def latest_manifest(table_dir: Path) -> Path | None:
         return None
     best: tuple[int, str] | None = None
     for name in names:
-        stem, dot, ext = name.partition(".")
+        stem, _, ext = name.partition(".")
         if ext != "manifest" or not stem.isdigit():
             continue
         n = int(stem)
