@@ -173,12 +173,20 @@ def check_model_dir(model_dir: Path) -> tuple[dict[str, Any], int, bool]:
     )
 
 
+def load_tokenizer(model_dir: Path, max_seq_length: int) -> Any:
+    """The model's HF tokenizer, one text at a time (no padding), truncated as the model is."""
+    from tokenizers import Tokenizer
+
+    tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
+    tokenizer.no_padding()
+    tokenizer.enable_truncation(max_length=max_seq_length)
+    return tokenizer
+
+
 class NumpyBert:
     """The encoder of one model directory: ``encode(texts)`` gives pooled sentence vectors."""
 
     def __init__(self, model_dir: str | Path) -> None:
-        from tokenizers import Tokenizer
-
         self.model_dir = Path(model_dir)
         config, self.max_seq_length, self.normalise = check_model_dir(self.model_dir)
         self.hidden = int(config["hidden_size"])
@@ -228,9 +236,7 @@ class NumpyBert:
                     ln2_b=copy(p + "output.LayerNorm.bias"),
                 )
             )
-        self.tokenizer = Tokenizer.from_file(str(self.model_dir / "tokenizer.json"))
-        self.tokenizer.no_padding()
-        self.tokenizer.enable_truncation(max_length=self.max_seq_length)
+        self.tokenizer = load_tokenizer(self.model_dir, self.max_seq_length)
         # tokenizers' Rust object is shared; its encode is safe to call from several threads,
         # this lock only guards the settings above against a caller changing them.
         self._lock = threading.Lock()

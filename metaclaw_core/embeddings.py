@@ -2,6 +2,8 @@
 
 * :class:`NumpyEmbedder` runs a BERT mean-pooling model (the packaged all-MiniLM-L6-v2) in
   numpy over its safetensors weights (:mod:`metaclaw_core.bert_numpy`): no torch, the default.
+* :class:`OnnxEmbedder` runs the same models as an ONNX Runtime graph built from the same
+  weights (:mod:`metaclaw_core.bert_onnx`, the ``onnx`` extra): the same vectors, faster.
 * :class:`SentenceTransformerEmbedder` runs any sentence-transformers model with torch (the
   ``sentence-transformers`` extra), for models the numpy encoder cannot run.
 
@@ -263,6 +265,37 @@ class NumpyEmbedder(LoadedEmbedder):
         return model.encode(texts, batch_size=32)  # type: ignore[no-any-return]
 
 
+class OnnxEmbedder(LoadedEmbedder):
+    """The numpy backend's BERT models run by ONNX Runtime (:mod:`metaclaw_core.bert_onnx`):
+    the same vectors (cosine >= 0.9999), no torch; the graph is built once from the
+    safetensors file and kept in ``cache_dir``."""
+
+    backend = "onnx"
+
+    def __init__(
+        self,
+        settings: EmbeddingSettings | None = None,
+        *,
+        model: Any = None,
+        cache_dir: Path | None = None,
+    ) -> None:
+        super().__init__(settings, model=model)
+        self.cache_dir = cache_dir
+
+    def _load_model(self) -> Any:
+        from metaclaw_core.bert_onnx import OnnxBert
+
+        return OnnxBert(
+            self.model_name, threads=self.settings.onnx_threads, cache_dir=self.cache_dir
+        )
+
+    def _model_dimension(self, model: Any) -> int:
+        return int(model.dimension)
+
+    def _encode_texts(self, model: Any, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        return model.encode(texts, batch_size=32)  # type: ignore[no-any-return]
+
+
 class SentenceTransformerEmbedder(LoadedEmbedder):
     """Any sentence-transformers model (torch), loaded once, with a query LRU."""
 
@@ -316,10 +349,12 @@ def numpy_can_run(model_name: str) -> str | None:
     return None
 
 
-def make_embedder(settings: EmbeddingSettings | None = None) -> LoadedEmbedder:
+def make_embedder(
+    settings: EmbeddingSettings | None = None, *, cache_dir: Path | None = None
+) -> LoadedEmbedder:
     """The embedder ``settings.backend`` asks for; ``auto`` takes numpy when it can run the
     model (a local BERT mean-pooling directory, as the packaged default is), else
-    sentence-transformers."""
+    sentence-transformers. ``cache_dir``: where the onnx backend keeps its built graph."""
     settings = settings or EmbeddingSettings()
     backend = settings.backend
     if backend == "auto":
@@ -329,4 +364,9 @@ def make_embedder(settings: EmbeddingSettings | None = None) -> LoadedEmbedder:
             log.info("metaclaw: embedding with sentence-transformers: %s", why_not)
     if backend == "numpy":
         return NumpyEmbedder(settings)
+    if backend == "onnx":
+        why_not = numpy_can_run(resolve_model_name(settings.model))
+        if why_not is not None:
+            raise EmbedderError(f"metaclaw: embedding.backend 'onnx' cannot run it: {why_not}")
+        return OnnxEmbedder(settings, cache_dir=cache_dir)
     return SentenceTransformerEmbedder(settings)

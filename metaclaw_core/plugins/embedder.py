@@ -10,4 +10,4 @@ from metaclaw_core.hookspecs import hookimpl
 
 @hookimpl(trylast=True)
 def metaclaw_make_embedder(settings: Settings) -> Embedder:
-    return make_embedder(settings.embedding)
+    return make_embedder(settings.embedding, cache_dir=settings.home / "cache")
