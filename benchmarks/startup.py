@@ -1,5 +1,5 @@
 """Start-up benchmark: import time, CLI times, `metaclaw serve` to /readyz, RSS, and new-query
-embedding latency, for both embedders side by side in one run.
+embedding latency, for every installed embedder side by side in one run.
 
 Run: .venv/bin/python benchmarks/startup.py [--runs 5] [--queries 300] [--skills 36]
 
@@ -37,7 +37,21 @@ import numpy as np  # noqa: E402
 import psutil  # noqa: E402
 
 PY = sys.executable
-BACKENDS = ("numpy", "sentence-transformers")
+
+
+def installed_backends() -> list[str]:
+    """The embedding backends this environment can run, numpy first."""
+    from importlib.util import find_spec
+
+    out = ["numpy"]
+    if find_spec("onnxruntime") and find_spec("onnx"):
+        out.append("onnx")
+    if find_spec("sentence_transformers"):
+        out.append("sentence-transformers")
+    return out
+
+
+BACKENDS = installed_backends()
 TASKS = [
     "Write the date and time of the meeting in the log",
     "Delete the temporary files in the build folder",
@@ -122,20 +136,28 @@ def serve(home: Path, backend: str) -> dict[str, float]:
     return out
 
 
-def query_latency(backend: str, n: int) -> dict[str, float]:
-    """p50/p99 ms of embedding ``n`` distinct new queries, and the load time."""
+def query_texts(n: int) -> list[str]:
+    return [f"{TASKS[i % len(TASKS)]} (ticket {i})" for i in range(n)]
+
+
+# the texts every backend's vectors are compared on (with the shortest ones)
+COSINE_TEXTS = ["", "a", "ok", "hello", "9:30", *TASKS, *query_texts(40)]
+
+
+def query_latency(backend: str, n: int, cache_dir: Path) -> dict[str, Any]:
+    """p50/p99 ms of embedding ``n`` distinct new queries, the load time, the vectors."""
     from metaclaw_core.config import EmbeddingSettings
     from metaclaw_core.embeddings import make_embedder
 
-    emb: Any = make_embedder(EmbeddingSettings(backend=backend, cache_size=0))  # type: ignore[arg-type]
+    settings = EmbeddingSettings(backend=backend, cache_size=0)  # type: ignore[arg-type]
+    emb: Any = make_embedder(settings, cache_dir=cache_dir)
     t0 = time.perf_counter()
     assert emb.wait_ready(300), emb.load_error
     load = time.perf_counter() - t0
     for task in TASKS:
         emb.embed_query(task)  # warm-up
     took: list[float] = []
-    for i in range(n):
-        text = f"{TASKS[i % len(TASKS)]} (ticket {i})"
+    for text in query_texts(n):
         t = time.perf_counter()
         emb.embed_query(text)
         took.append((time.perf_counter() - t) * 1000)
@@ -148,6 +170,7 @@ def query_latency(backend: str, n: int) -> dict[str, float]:
         "p50_ms": float(np.percentile(took, 50)),
         "p99_ms": float(np.percentile(took, 99)),
         "batch_ms_per_doc": per_doc,
+        "vectors": np.stack([emb.embed_query(t) for t in COSINE_TEXTS]),
     }
 
 
@@ -171,7 +194,21 @@ def main() -> None:
             ("`import langchain.agents` (the host alone)", [PY, "-c", "import langchain.agents"]),
             ("`import metaclaw_langchain`", [PY, "-c", "import metaclaw_langchain"]),
             ("`metaclaw --help`", [PY, "-m", "metaclaw_core.cli", "--help"]),
+            (
+                "`from metaclaw_core import MetaClaw` + `MetaClaw(capture=False)`",
+                [
+                    PY,
+                    "-c",
+                    "from metaclaw_core import MetaClaw, Settings\n"
+                    "s = Settings(load_entrypoints=False)\ns.embedding.preload = False\n"
+                    "MetaClaw(s, capture=False).close()",
+                ],
+            ),
             ("`metaclaw status --json`", [PY, "-m", "metaclaw_core.cli", "status", "--json"]),
+            (
+                "`metaclaw status --json --read-store` (through LanceDB)",
+                [PY, "-m", "metaclaw_core.cli", "status", "--json", "--read-store"],
+            ),
         ]
         print("\n| command (fresh interpreter) | min s | median s |\n|---|---|---|")
         baseline = timed([PY, "-c", "pass"], args.runs)
@@ -186,26 +223,38 @@ def main() -> None:
             f"\n| `metaclaw serve` ({args.skills} skills) | listening s | /readyz 200 s "
             "| first skills s | RSS MB |\n|---|---|---|---|---|"
         )
-        for backend in BACKENDS:
+        # the onnx backend twice: its first start builds the graph, a restart reads it
+        starts = [(b, b) for b in BACKENDS if b != "onnx"]
+        if "onnx" in BACKENDS:
+            starts[1:1] = [("onnx", "onnx (first start)"), ("onnx", "onnx (restart)")]
+        for backend, label in starts:
             s = serve(home, backend)
             assert s["skills_injected"] > 0, "the first inject after /readyz got no skills"
             print(
-                f"| {backend} | {s['listening_s']:.2f} | {s['readyz_s']:.2f} | "
+                f"| {label} | {s['listening_s']:.2f} | {s['readyz_s']:.2f} | "
                 f"{s['first_skills_s']:.2f} | {s['rss_mb']:.0f} |",
                 flush=True,
             )
 
     print(
-        "\n| embedder | load s | new query p50 ms | p99 ms | batch of 64, ms/doc |\n"
-        "|---|---|---|---|---|"
+        "\n| embedder | load s | new query p50 ms | p99 ms | batch of 64, ms/doc "
+        "| min cosine vs numpy |\n|---|---|---|---|---|---|"
     )
-    for backend in BACKENDS:
-        q = query_latency(backend, args.queries)
-        print(
-            f"| {backend} | {q['load_s']:.2f} | {q['p50_ms']:.2f} | {q['p99_ms']:.2f} | "
-            f"{q['batch_ms_per_doc']:.2f} |",
-            flush=True,
-        )
+    reference = None
+    with tempfile.TemporaryDirectory() as cache:
+        for backend in BACKENDS:
+            # the onnx backend's first load builds its graph: load it once before timing
+            if backend == "onnx":
+                query_latency(backend, 1, Path(cache))
+            q = query_latency(backend, args.queries, Path(cache))
+            if reference is None:
+                reference = q["vectors"]
+            cos = float((q["vectors"] * reference).sum(axis=1).min())
+            print(
+                f"| {backend} | {q['load_s']:.2f} | {q['p50_ms']:.2f} | {q['p99_ms']:.2f} | "
+                f"{q['batch_ms_per_doc']:.2f} | {cos:.5f} |",
+                flush=True,
+            )
     print(f"\nload average after: {os.getloadavg()}")
 
 
