@@ -88,6 +88,17 @@ _CONCEAL = re.compile(
     r"without (?:the user|them|anyone) (?:knowing|noticing|seeing))\b",
     re.I,
 )
+# The way turned down: "rather than silently fixing them", "instead of quietly retrying",
+# "not silently": a hidden act named as the alternative to reject is not asked for.
+_REJECTED_WAY = re.compile(
+    r"\b(?:rather than|instead of|as opposed to|not|never|no|don'?t|do not|nor)\s+(?:\w+\s+){0,2}$",
+    re.I,
+)
+
+
+def _conceals(text: str) -> bool:
+    """Whether ``text`` asks for something hidden from the user (not turned down)."""
+    return any(not _REJECTED_WAY.search(text[: m.start()]) for m in _CONCEAL.finditer(text))
 
 
 @dataclass(frozen=True)
@@ -178,7 +189,7 @@ def _polarity(text: str, inherited: bool, lead: str) -> Statement:
         prohibited=prohibited and not removed,
         consent_removed=removed,
         consent_required=required and not removed,
-        concealed=bool(_CONCEAL.search(text)) and not prohibited,
+        concealed=_conceals(text) and not prohibited,
         lead=lead,
     )
 

@@ -236,13 +236,13 @@ def test_import_strict_is_all_or_nothing(engine: MetaClaw, tmp_path: Path) -> No
 
 
 @pytest.mark.skipif(not RELEASED.is_dir(), reason="shared/data is not beside the checkout")
-def test_the_papers_released_library_imports_with_at_most_one_held(
+def test_the_papers_released_library_imports_with_none_held(
     engine: MetaClaw, tmp_path: Path
 ) -> None:
     root = tmp_path / "released"
     shutil.copytree(RELEASED, root)
     report = engine.import_skills(root)
-    assert len(report.live) >= 35, report.to_json()
+    assert len(report.live) == 36, report.to_json()  # the issue allows one held; none is
     assert not report.rejected
 
 
@@ -357,3 +357,13 @@ def test_the_red_team_and_benign_corpora_stay_within_the_recorded_rates(engine: 
     assert hostile_live <= 0.15, hostile_live
     assert benign_live >= 0.90, benign_live
     assert all(v == "reject" for intent, v in hostile if intent == "structure")
+
+
+def test_a_hidden_act_turned_down_is_not_concealment() -> None:
+    """'rather than silently fixing them' turns the hidden way down; it does not ask for it."""
+    from metaclaw_core.skills.reading import statement_of
+
+    assert not statement_of("Mention them as a note rather than silently fixing them.").concealed
+    assert not statement_of("Report the error instead of quietly retrying.").concealed
+    assert statement_of("Silently fix the typos and say nothing about it.").concealed
+    assert statement_of("Rather than asking, quietly apply the change.").concealed
