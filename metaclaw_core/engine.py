@@ -19,6 +19,7 @@ from metaclaw_core.capture import encode_call
 from metaclaw_core.config import Settings
 from metaclaw_core.embeddings import Embedder, LoadedEmbedder, Vector
 from metaclaw_core.errors import MetaClawError
+from metaclaw_core.evolve.holdout import Holdout
 from metaclaw_core.evolve.loop import FastLoop
 from metaclaw_core.evolve.vetting import VetContext
 from metaclaw_core.faults import FaultLog
@@ -28,6 +29,7 @@ from metaclaw_core.models import (
     Injection,
     ModelOutput,
     Reward,
+    ScoredSkill,
     Skill,
     new_id,
     utcnow,
@@ -112,6 +114,8 @@ class MetaClaw:
         self.fastloop = FastLoop(self)
         self.pm.register(self.fastloop, name="builtin:fastloop")
         self.fastloop.start_store_tail()
+        self.holdout = Holdout(self)
+        self.pm.register(self.holdout, name="builtin:holdout")
         if capture:
             try:
                 journal = CaptureJournal(
@@ -179,17 +183,13 @@ class MetaClaw:
             if query is None:
                 query = self._extract_query(ctx)
             qvec = self._query_vector(query) if query and len(snap) else None
-            found = (
-                self.hook.metaclaw_retrieve(
-                    query=query, query_vector=qvec, snapshot=snap, ctx=ctx, settings=self.settings
-                )
-                or []
-            )
-            chosen = choose_within_budget(found, self.settings.retrieval.token_budget)
-            text = (
-                self.hook.metaclaw_render_injection(skills=chosen, ctx=ctx, settings=self.settings)
-                or ""
-            )
+            found = self._retrieve(ctx, query, qvec, snap)
+            # The randomised holdout of new skills: an in-memory draw, no I/O.
+            found, arms = self.holdout.assign(found)
+            chosen, text = self._render(ctx, found)
+            if arms:  # an "injected" skill the token budget left out was not injected
+                names = {c.skill.name for c in chosen}
+                arms = {n: a for n, a in arms.items() if a == "held_out" or n in names} or None
             degraded = (
                 None if qvec is not None or not query or not len(snap) else "embedder not ready"
             )
@@ -204,6 +204,7 @@ class MetaClaw:
                 query_vector=qvec,
                 started_at=started,
                 degraded=degraded,
+                holdout=arms,
             )
         except Exception as exc:
             self.faults.record("before_call", exc)
@@ -215,6 +216,47 @@ class MetaClaw:
             )
         self._remember(injection)
         return injection
+
+    def _retrieve(
+        self, ctx: CallContext, query: str, qvec: Vector | None, snap: SkillSnapshot
+    ) -> list[ScoredSkill]:
+        found = self.hook.metaclaw_retrieve(
+            query=query, query_vector=qvec, snapshot=snap, ctx=ctx, settings=self.settings
+        )
+        return list(found or [])
+
+    def _render(self, ctx: CallContext, found: list[ScoredSkill]) -> tuple[list[ScoredSkill], str]:
+        chosen = choose_within_budget(found, self.settings.retrieval.token_budget)
+        text = (
+            self.hook.metaclaw_render_injection(skills=chosen, ctx=ctx, settings=self.settings)
+            or ""
+        )
+        return chosen, text
+
+    def injection_for(
+        self,
+        ctx: CallContext,
+        *,
+        snapshot: SkillSnapshot,
+        query: str,
+        query_vector: Vector | None,
+        include: ScoredSkill | None = None,
+    ) -> Injection:
+        """What ``before_call`` would inject into ``ctx`` if ``snapshot`` were served (the
+        same retrieval, budget and rendering hooks; no holdout), with ``include`` among the
+        skills whatever retrieval says. For replay validation, off the hot path."""
+        found = self._retrieve(ctx, query, query_vector, snapshot) if len(snapshot) else []
+        if include is not None:
+            found = [include, *[f for f in found if f.skill.name != include.skill.name]]
+        chosen, text = self._render(ctx, found)
+        return Injection(
+            call_id=ctx.call_id,
+            generation=snapshot.generation,
+            text=text,
+            skills=chosen,
+            query=query,
+            query_vector=query_vector,
+        )
 
     def _query_vector(self, query: str) -> Vector | None:
         emb = self.embedder
@@ -278,6 +320,8 @@ class MetaClaw:
             metadata = ctx.metadata
             if inj is not None and inj.degraded:
                 metadata = {**metadata, "degraded": inj.degraded}  # the trajectory says so
+            if inj is not None and inj.holdout:
+                metadata = {**metadata, "holdout": inj.holdout}
             record = encode_call(
                 trajectory_id=tid,
                 created_at=utcnow(),
@@ -313,6 +357,8 @@ class MetaClaw:
             if self.writer is None:
                 raise MetaClawError("capture is disabled (the spool could not be opened)")
             self.writer.submit_trajectory(record)
+            if inj is not None and inj.holdout:
+                self.holdout.record(tid, inj.holdout)  # an append; written off the hot path
             return tid
         except Exception as exc:
             self.faults.record("after_call", exc)
@@ -541,6 +587,7 @@ class MetaClaw:
         if self.writer is not None:
             self.writer.close(timeout)
         self.fastloop.close(timeout=min(timeout, 10.0))
+        self.holdout.close()
         self._refresher.join(timeout=5)
 
     def __enter__(self) -> MetaClaw:

@@ -24,6 +24,7 @@ from metaclaw_core.errors import StoreError
 from metaclaw_core.evolve.provenance import instructions_in_data
 from metaclaw_core.evolve.record import EvolutionLog
 from metaclaw_core.evolve.support import Failure, SupportSet, correction_key
+from metaclaw_core.evolve.validation import ReplayValidator, Validation, validation_finding
 from metaclaw_core.evolve.vetting import VetContext
 from metaclaw_core.llm import (
     LLMClient,
@@ -167,6 +168,7 @@ class Candidate:
     reasons: list[str] = field(default_factory=list)
     merged_into: str | None = None
     findings: list[Finding] = field(default_factory=list)
+    validation: Validation | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -176,6 +178,7 @@ class Candidate:
             "reasons": list(self.reasons),
             "merged_into": self.merged_into,
             "findings": [f.to_json() for f in self.findings],
+            "validation": None if self.validation is None else self.validation.to_json(),
         }
 
 
@@ -709,6 +712,9 @@ class SkillEvolver:
             elif review.verdict == "quarantine":
                 c.verdict = "quarantined"
                 c.reasons += review.reasons()
+        ok = [c for c in todo if c.verdict == "accepted"]
+        if ok and not report.dry_run:
+            self._validate(report, ok)  # evidence: replays against the agent's own model
         held = [c for c in todo if c.verdict == "quarantined"]
         ok = [c for c in todo if c.verdict == "accepted"]
         if report.dry_run:
@@ -747,6 +753,35 @@ class SkillEvolver:
             report.message = f"generation {report.generation.number}: {', '.join(report.live)}"
         if held:
             report.message += f"; {len(held)} held for review: `metaclaw skills pending`"
+
+    def _validate(self, report: EvolutionReport, ok: list[Candidate]) -> None:
+        """Replay validation of the vetted candidates (docs/fastloop.md): a candidate that
+        fails is rejected or held (``validation.on_fail``); one whose replays could not run
+        is held when ``validation.required``; without an endpoint it passes, not validated."""
+        v = self.settings.validation
+        try:
+            results = ReplayValidator(self.engine).validate(report.id, [c.skill for c in ok])
+        except Exception as exc:  # never live on an error when validation is required
+            self.engine.faults.record("replay validation", exc)
+            results = {
+                c.skill.name: Validation(
+                    c.skill.name, "unvalidated", message=f"unvalidated: {type(exc).__name__}: {exc}"
+                )
+                for c in ok
+            }
+        for c in ok:
+            res = results.get(c.skill.name)
+            c.validation = res
+            if res is None:
+                continue
+            hold = res.state == "unvalidated" and v.required
+            if res.state == "failed" and v.on_fail == "reject":
+                c.verdict = "rejected"
+                c.reasons.append(res.message)
+            elif res.state == "failed" or hold:
+                c.verdict = "quarantined"
+                c.findings.append(validation_finding(res))
+                c.reasons.append(res.message)
 
     def _tainted_sources(self, report: EvolutionReport) -> dict[str, Finding]:
         """The failures this evolution read whose data (tool results: files, pages, command
