@@ -578,6 +578,11 @@ class ValidationSettings(LLMEndpointSettings):
         "(proxy.upstream_base_url), or the trained policy served by `metaclaw serve` when "
         "train.enabled; none of them: candidates are not validated (the report says so).",
     )
+    model: str = Field(
+        "gpt-4o-mini",
+        description="Model sent with replays when set explicitly; otherwise the model each "
+        "replayed trajectory recorded (this default only when it recorded none).",
+    )
     enabled: bool = Field(True, description="Replay candidates when an endpoint is known.")
     timeout_s: float = Field(30.0, gt=0, description="Longest wait for one replayed call.")
     max_retries: int = Field(0, ge=0, le=10, description="Retries of one failed replay.")

@@ -114,7 +114,7 @@ class MetaClaw:
         self.fastloop = FastLoop(self)
         self.pm.register(self.fastloop, name="builtin:fastloop")
         self.fastloop.start_store_tail()
-        self.holdout = Holdout(self)
+        self.holdout = Holdout(self, background=capture)
         self.pm.register(self.holdout, name="builtin:holdout")
         if capture:
             try:

@@ -244,6 +244,9 @@ class BenchRun:
         settings.evolver.auto = False  # the run triggers learning itself, in a fixed order
         settings.evolver.feedback_auto = False
         settings.judge.enabled = False
+        # Days are compared configuration against configuration: a randomised holdout would
+        # withhold each new skill from half its first calls and blur that comparison.
+        settings.holdout.enabled = False
         if self.config.learn == "evolver" and self.config.evolver_base_url:
             settings.evolver.base_url = self.config.evolver_base_url
             settings.evolver.model = self.config.evolver_model or self.config.model.model

@@ -138,7 +138,9 @@ def lift_of(injected: list[float], held_out: list[float], confidence: float, eli
 class Holdout:
     """The holdout of one engine: the draw on the hot path, the bookkeeping off it."""
 
-    def __init__(self, engine: MetaClaw) -> None:
+    def __init__(self, engine: MetaClaw, *, background: bool = True) -> None:
+        """``background``: run the bookkeeping thread (engines that capture; a read-only
+        command's engine only reads the holdout's tables)."""
         self.engine = engine
         self.settings = engine.settings
         self.store = engine.store
@@ -152,7 +154,7 @@ class Holdout:
         self.decisions = 0
         self.last_error: str | None = None
         self._thread: threading.Thread | None = None
-        if self.settings.holdout.enabled:
+        if self.settings.holdout.enabled and background:
             self._thread = threading.Thread(target=self._run, name="metaclaw-holdout", daemon=True)
             self._thread.start()
 

@@ -71,7 +71,9 @@ def test_arms_are_drawn_at_random_but_deterministic_for_a_seed_and_recorded(
     assert t is not None and t.metadata["holdout"] == {NAME: arm}
     assert t.generation == engine.generation  # the generation stamp is unchanged
     # A skill you add yourself is not held out.
-    engine.add_skills(Skill(name="mine", description="Use when logging a meeting.", body="Be brief."))
+    engine.add_skills(
+        Skill(name="mine", description="Use when logging a meeting.", body="Be brief.")
+    )
     inj = engine.before_call(CallContext(messages=[Message(role="user", content=TASK)]))
     assert "mine" not in (inj.holdout or {})
 
