@@ -270,39 +270,32 @@ def skills_evidence(
             out.print("no evidence recorded yet (no replays, no holdout)")
             return
         table = Table(title="skill evidence")
-        for col in (
-            "name",
-            "live",
-            "fixed",
-            "not fixed",
-            "regressed",
-            "kept",
-            "not run",
-            "holdout",
-            "injected",
-            "held out",
-            "lift",
-            "interval",
-        ):
+        table.add_column("name", no_wrap=True)
+        for col in ("live", "replays", "holdout", "injected / held out", "lift [interval]"):
             table.add_column(col)
         for r in records:
             rp, h = r["replays"], r["holdout"] or {}
-            interval = (
-                f"[{_num(h.get('low'))}, {_num(h.get('high'))}]" if h.get("low") is not None else ""
+            replays = (
+                f"fixed {rp['fixed']}/{rp['fixed'] + rp['not-fixed']}, regressed "
+                f"{rp['regressed']}/{rp['regressed'] + rp['kept']}"
+                + (
+                    f", {rp['error'] + rp['unscored']} not run"
+                    if rp["error"] + rp["unscored"]
+                    else ""
+                )
+                if rp["total"]
+                else "not validated"
             )
+            lift = _num(h.get("lift"))
+            if h.get("low") is not None:
+                lift += f" [{_num(h.get('low'))}, {_num(h.get('high'))}]"
             table.add_row(
                 r["skill"],
                 "yes" if r["live"] else "no",
-                str(rp["fixed"]),
-                str(rp["not-fixed"]),
-                str(rp["regressed"]),
-                str(rp["kept"]),
-                str(rp["error"] + rp["unscored"]),
-                str(h.get("state") or ""),
-                str(h.get("injected", "")),
-                str(h.get("held_out", "")),
-                _num(h.get("lift")),
-                interval,
+                replays,
+                str(h.get("state") or "-"),
+                f"{h.get('injected', 0)} / {h.get('held_out', 0)}" if h else "-",
+                lift,
             )
         out.print(table)
         for r in records:
