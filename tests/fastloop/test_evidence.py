@@ -20,9 +20,7 @@ runner = CliRunner()
 
 
 @pytest.fixture
-def learned(
-    make_engine: Any, tmp_path: Path, llm: ScriptedOpenAI, agent: ScriptedOpenAI
-) -> Any:
+def learned(make_engine: Any, tmp_path: Path, llm: ScriptedOpenAI, agent: ScriptedOpenAI) -> Any:
     engine = engine_with(make_engine, tmp_path, llm, agent.base_url)
     engine.settings.holdout.enabled = True
     seed(engine)
