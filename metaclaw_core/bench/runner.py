@@ -42,6 +42,12 @@ from pydantic import SecretStr
 
 from metaclaw_core import __version__
 from metaclaw_core.bench.agent import AgentResult, ModelConfig
+from metaclaw_core.bench.preflight import (
+    MAX_MODEL_FAILURES,
+    ModelEndpointError,
+    check_model_endpoint,
+    failed_on_model,
+)
 from metaclaw_core.bench.scoring import (
     Score,
     feedback_text,
@@ -158,6 +164,8 @@ class BenchRun:
         agent_factory: AgentFactory = default_agent,
         on_round: Callable[[RoundResult], None] | None = None,
         engine_factory: Callable[[Any], Any] | None = None,
+        check_endpoint: bool = True,
+        max_model_failures: int = MAX_MODEL_FAILURES,
     ) -> None:
         if config.mode not in MODES:
             raise BenchError(f"mode must be one of {', '.join(MODES)}, not {config.mode!r}")
@@ -180,6 +188,9 @@ class BenchRun:
         self.policy_server: Any = None
         self.agent: Any = None
         self._failed_today: list[str] = []
+        self.check_endpoint = check_endpoint
+        self.max_model_failures = max_model_failures
+        self._model_failures: list[str] = []  # consecutive rounds that failed on the model
 
     # -- bookkeeping ----------------------------------------------------------------------
     @property
@@ -301,6 +312,8 @@ class BenchRun:
     # -- running --------------------------------------------------------------------------
     def run(self, progress: Callable[[str, int, int], None] | None = None) -> dict[str, Any]:
         """Run (or resume) every day not yet complete; return the run's summary."""
+        if self.check_endpoint and self.config.mode != "full":  # full: the policy answers
+            check_model_endpoint(self.config.model)  # before anything is written or run
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self._check_or_write_manifest()
         total = sum(len(d.rounds) for d in self.days)
@@ -350,6 +363,7 @@ class BenchRun:
         for i, rnd in enumerate(day.rounds):
             result = self._run_round(day, rnd, agent, workspace, previous_feedback)
             _write_json(self.day_dir(day) / f"{rnd.id}.json", asdict(result))
+            self._stop_if_the_model_keeps_failing(result)
             scores.append(result.score)
             previous_feedback = result.feedback
             if self.learns:
@@ -379,6 +393,22 @@ class BenchRun:
                 "finished_at": _now(),
             },
         )
+
+    def _stop_if_the_model_keeps_failing(self, result: RoundResult) -> None:
+        """Raise when ``max_model_failures`` rounds in a row failed on the model: their zeros
+        would measure the server, not the agent. The day stays unfinished (a rerun of the
+        same command resumes it, its skills rolled back to the day's start)."""
+        if not failed_on_model(result.error, result.model_calls):
+            self._model_failures = []
+            return
+        self._model_failures.append(f"{result.day}/{result.round}")
+        if len(self._model_failures) >= self.max_model_failures:
+            raise ModelEndpointError(
+                f"metaclaw: stopped: {len(self._model_failures)} rounds in a row "
+                f"({', '.join(self._model_failures)}) failed on the model at "
+                f"{self.config.model.base_url}, not on the task (last: {result.error}); fix the "
+                "model server and run the same command again to resume"
+            )
 
     def _generations_since(self, start: int | None) -> list[dict[str, Any]]:
         """The generations published since ``start``: what changed in the library, and why."""
