@@ -402,6 +402,15 @@ class EvolverSettings(LLMEndpointSettings):
         description="Two failures whose task texts are more similar than this count as one "
         "(the selection keeps the newest).",
     )
+    covered_similarity: float = Field(
+        0.3,
+        ge=-1,
+        le=1.01,
+        description="A failure made before a live skill existed, whose task is at least this "
+        "similar to that skill, is covered by it and not shown to the evolver again (it would "
+        "re-propose the same skill); above 1: off. MiniLM puts a task and the skill for its "
+        "rule at about 0.3-0.45.",
+    )
     max_chars_per_failure: int = Field(
         2500, ge=200, description="Characters of one failure (trimmed, redacted) sent to the LLM."
     )

@@ -306,6 +306,7 @@ class SkillEvolver:
         self.support = SupportSet(engine.store, engine.trajectories)
         self.log = EvolutionLog(engine.store)
         self._last_failures: list[Failure] = []
+        self.covered: list[tuple[str, str]] = []  # (failure id, the live skill covering it)
         # One evolution at a time per engine (whichever evolver object runs it): two would
         # propose against the same library and consume the same failures.
         with _LOCKS_GUARD:
@@ -325,6 +326,7 @@ class SkillEvolver:
         ]
         pool = self.support.attach_vectors(found[: max(s.lookback, len(seen))])
         self._fill_vectors(pool)
+        pool = self._uncovered(pool)
         chosen: list[Failure] = []
         kept: list[np.ndarray[Any, Any]] = []
         for f in pool:
@@ -337,6 +339,29 @@ class SkillEvolver:
             if len(chosen) >= s.max_failures:
                 break
         return self.support.load(chosen)
+
+    def _uncovered(self, failures: list[Failure]) -> list[Failure]:
+        """The failures no live skill covers yet. A failure made before the generation that
+        added a live skill close to its task (``evolver.covered_similarity``) is what that
+        skill was learned for: shown again, the evolver proposes the same skill again (as the
+        local evolver did every day of the offline bench). Failures made while the skill was
+        already live stay: it did not prevent them."""
+        self.covered = []
+        floor = self.settings.evolver.covered_similarity
+        snap = self.engine.snapshot
+        if floor > 1 or not len(snap):
+            return failures
+        out: list[Failure] = []
+        for f in failures:
+            v = f.vector
+            if v is not None and snap.matrix.shape[1] == v.shape[0]:
+                hits = snap.top_k(v, 1, floor)
+                added = hits[0].skill.generation_added if hits else None
+                if added is not None and f.generation < added:
+                    self.covered.append((f.id, hits[0].skill.name))
+                    continue
+            out.append(f)
+        return out
 
     def _fill_vectors(self, failures: list[Failure]) -> None:
         todo = [f for f in failures if f.vector is None and f.query]
@@ -507,7 +532,9 @@ class SkillEvolver:
             self._last_failures = failures
             report.failures = [f.id for f in failures]
             if not failures:
-                report.message = "no new failures to learn from"
+                report.message = "no new failures to learn from" + (
+                    f" ({len(self.covered)} covered by live skills)" if self.covered else ""
+                )
                 return report
             closest = self.closest_skills(failures)
             data, reply = self.client.chat_json(
