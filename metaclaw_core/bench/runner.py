@@ -98,6 +98,7 @@ class RunConfig:
     train_steps_per_day: int = 4  # full mode
     days: tuple[str, ...] = ()  # empty: all
     agent: str = "langchain"  # what answers the rounds (recorded; a resume must match)
+    validate: bool = False  # replay validation of new skills against the agent's model
 
     def to_json(self) -> dict[str, Any]:
         out = asdict(self)
@@ -265,7 +266,20 @@ class BenchRun:
             settings.evolver.max_tokens = 1024
             if self.config.evolver_base_url == self.config.model.base_url:
                 settings.evolver.api_key = SecretStr(self.config.model.api_key)
+        if self.config.validate:
+            # Replays go to the agent's own model; the suite's own checks are the scores.
+            settings.validation.base_url = self.config.model.base_url
+            settings.validation.model = self.config.model.model
+            settings.validation.api_key = SecretStr(self.config.model.api_key)
+            settings.validation.timeout_s = self.config.model.timeout_s
+            settings.validation.deadline_s = max(120.0, 4 * self.config.model.timeout_s)
+        else:
+            settings.validation.enabled = False
         engine = self.engine_factory(settings) if self.engine_factory else MetaClaw(settings)
+        if self.config.validate:
+            from metaclaw_core.bench.policy import ReplayCheck
+
+            engine.pm.register(ReplayCheck(self.suite), name="bench:replay-check")
         if not engine.wait_ready(300):  # the first round must see the library as it is
             why = getattr(engine.embedder, "load_error", None) or "timed out"
             raise BenchError(f"the engine did not get ready: {why}")
@@ -574,4 +588,16 @@ def _evolution(report: Any) -> dict[str, Any]:
         ],
         "generation": None if report.generation is None else report.generation.number,
         "message": report.message,
+        "proposed": len(report.candidates),
+        "quarantined": report.quarantined,
+        "validation": {
+            c.skill.name: {
+                "state": c.validation.state,
+                "fixed": c.validation.fixed,
+                "regressed": c.validation.regressed,
+                "calls": c.validation.calls,
+            }
+            for c in report.candidates
+            if c.validation is not None
+        },
     }

@@ -52,6 +52,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("metaclaw.validation")
 
 REPLAYS = "replays"
+JUDGE_PLUGIN = "builtin:judge"  # the PRM judge's generic verdict; a correction asks its own
 Kind = Literal["failure", "success"]
 Outcome = Literal["fixed", "not-fixed", "kept", "regressed", "unscored", "error", "skipped"]
 State = Literal["validated", "failed", "unvalidated", "not-validated"]
@@ -305,25 +306,40 @@ class ReplayValidator:
         if rep.new_reward is None:
             rep.outcome = "unscored"
         elif kind == "failure":
-            rep.outcome = "fixed" if rep.new_reward > 0 else "not-fixed"
+            # better than before, and good: a partial credit kept is not a fix
+            better = original is None or rep.new_reward > original
+            rep.outcome = "fixed" if rep.new_reward > 0 and better else "not-fixed"
         else:
-            rep.outcome = "kept" if rep.new_reward > 0 else "regressed"
+            worse = rep.new_reward <= 0 or (original is not None and rep.new_reward < original)
+            rep.outcome = "regressed" if worse else "kept"
         return rep
 
     def _score(self, t: Trajectory, text: str, deadline: float) -> float | None:
+        """A correction: a verifiable check first (one that applies judged the original),
+        else the judge asked whether the correction is now followed. Anything else: the
+        scoring hook, judge included."""
         correction = next((r for r in t.rewards if r.source == "correction" and r.detail), None)
-        if correction is not None:
-            return self._correction_followed(t, correction.detail or "", text, deadline)
         from metaclaw_core.train.rewards import completion_trajectory
 
         copy = completion_trajectory(t, text)
         copy.metadata = {**copy.metadata, "replay_of": t.id}
+        hook = self.engine.hook.metaclaw_score_trajectory
+        if correction is not None:
+            judge = self.engine.pm.get_plugin(JUDGE_PLUGIN)
+            if judge is not None:
+                hook = self.engine.pm.subset_hook_caller(
+                    "metaclaw_score_trajectory", remove_plugins=[judge]
+                )
         try:
-            r = self.engine.hook.metaclaw_score_trajectory(trajectory=copy, settings=self.settings)
+            r = hook(trajectory=copy, settings=self.settings)
         except Exception as exc:
             log.warning("metaclaw: scoring a replay failed: %s", exc)
-            return None
-        return None if r is None else float(r.value)
+            r = None
+        if r is not None:
+            return float(r.value)
+        if correction is not None:
+            return self._correction_followed(t, correction.detail or "", text, deadline)
+        return None
 
     def _correction_followed(
         self, t: Trajectory, correction: str, text: str, deadline: float
