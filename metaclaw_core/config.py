@@ -411,6 +411,15 @@ class EvolverSettings(LLMEndpointSettings):
         "re-propose the same skill); above 1: off. MiniLM puts a task and the skill for its "
         "rule at about 0.3-0.45.",
     )
+    consolidate_similarity: float = Field(
+        0.6,
+        ge=-1,
+        le=1.01,
+        description="A new candidate (a correction, or the evolver's) whose body is at least "
+        "this similar to a live learned skill's body states the same rule: it becomes an "
+        "update of that skill, its provenance carried over, instead of a skill of its own "
+        "(above 1: off). MiniLM: same rule reworded 0.5-0.8, different rules below 0.35.",
+    )
     max_chars_per_failure: int = Field(
         2500, ge=200, description="Characters of one failure (trimmed, redacted) sent to the LLM."
     )

@@ -546,6 +546,7 @@ class SkillEvolver:
             report.candidates = self.parse_candidates(data, failures)
             if not report.candidates:
                 report.message = "the evolver proposed no skill for these failures"
+            self._consolidate(report)
             self._admit(report)
             self._record(report, correction_keys=[])
             return report
@@ -581,6 +582,7 @@ class SkillEvolver:
                 taken.add(cand.skill.name)
                 report.candidates.append(cand)
             report.failures = sorted({r.trajectory_id for r in corrections})
+            self._consolidate(report)
             self._admit(report)
             self._record(report, correction_keys=[correction_key(r) for r in corrections])
             return report
@@ -626,6 +628,61 @@ class SkillEvolver:
         reason = self.engine.library.read_only_reason
         if reason and not dry_run:  # fail before paying for an LLM call
             raise StoreError(f"metaclaw: {reason} (or use --dry-run)")
+
+    # -- consolidation -------------------------------------------------------------------
+    def _consolidate(self, report: EvolutionReport) -> None:
+        """New candidates that restate a live learned skill's rule become updates of it.
+
+        Feedback mode stored every correction as a skill of its own (the offline bench learned
+        42 skills that were about ten rules said again): the descriptions name different
+        tasks, so the near-duplicate check, which compares whole skills, let them through.
+        Here the bodies (the rules) are compared; a match at ``evolver.consolidate_similarity``
+        makes the candidate an update of that skill: its new sentences appended, its
+        provenance (the evidence) the union of both. Two candidates for one skill are one
+        update."""
+        floor = self.settings.evolver.consolidate_similarity
+        todo = [c for c in report.candidates if c.verdict == "accepted" and not c.updates]
+        if floor > 1 or not todo:
+            return
+        learned = [s for s in self.engine.library.live() if s.source in ("evolver", "feedback")]
+        if not learned:
+            return
+        vecs = np.asarray(
+            self.engine.embedder.embed_documents(
+                [s.body for s in learned] + [c.skill.body for c in todo]
+            ),
+            dtype=np.float32,
+        )
+        vecs /= np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-12)
+        have, new = vecs[: len(learned)], vecs[len(learned) :]
+        first: dict[str, Candidate] = {}
+        limit = self.settings.vetting.max_body_chars
+        for c, v in zip(todo, new, strict=True):
+            sims = have @ v
+            i = int(np.argmax(sims))
+            if float(sims[i]) < floor:
+                continue
+            target = learned[i]
+            base = first[target.name].skill if target.name in first else target
+            merged = merge_bodies(base.body, c.skill.body, limit) or base.body
+            provenance = list(dict.fromkeys([*base.provenance, *c.skill.provenance]))
+            note = (
+                f"consolidated into {target.name!r}: the same rule (similarity "
+                f"{float(sims[i]):.2f}), evidence carried over"
+            )
+            if target.name in first:
+                keeper = first[target.name]
+                keeper.skill = keeper.skill.model_copy(
+                    update={"body": merged, "provenance": provenance}
+                )
+                c.verdict = "rejected"
+                c.merged_into = target.name
+                c.reasons.append(f"{note} (with candidate {keeper.skill.name!r})")
+                continue
+            c.skill = target.model_copy(update={"body": merged, "provenance": provenance})
+            c.updates = c.merged_into = target.name
+            c.reasons.append(note)
+            first[target.name] = c
 
     # -- admission -----------------------------------------------------------------------
     def _admit(self, report: EvolutionReport) -> None:
