@@ -665,6 +665,12 @@ class HoldoutSettings(BaseModel):
     flush_interval_s: float = Field(
         1.0, gt=0, description="How often arm assignments are written to the store."
     )
+    recheck_after_generations: int = Field(
+        100,
+        ge=0,
+        description="A promoted skill whose lift was measured this many generations ago is "
+        "held out again (stale evidence is re-checked; 0: never).",
+    )
 
 
 class LifecycleSettings(BaseModel):

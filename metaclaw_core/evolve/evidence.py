@@ -47,7 +47,9 @@ def skill_evidence(engine: MetaClaw, name: str | None = None) -> list[dict[str, 
         }
         if state is not None:
             lift = state["numbers"] or (
-                holdout.lift(n).to_json() if state["state"] == "holdout" else None
+                holdout.lift(n, state["started_at"]).to_json()
+                if state["state"] == "holdout"
+                else None
             )
             record["holdout"] = {
                 "state": state["state"],

@@ -152,6 +152,7 @@ class Holdout:
         self._wake = threading.Event()
         self._closed = threading.Event()
         self.decisions = 0
+        self._checked_generation: int | None = None
         self.last_error: str | None = None
         self._thread: threading.Thread | None = None
         if self.settings.holdout.enabled and background:
@@ -242,9 +243,11 @@ class Holdout:
         live = set(self.engine.snapshot.names) if self._snapshot_ok() else None
         counts: dict[str, int] = {}
         names = [r["skill"] for r in states if live is None or r["skill"] in live]
+        since = {r["skill"]: r["started_at"] for r in states}
         if names:
             for r in self._rows(HOLDOUT_CALLS, sql_in("skill", names)):
-                counts[r["skill"]] = counts.get(r["skill"], 0) + 1
+                if since.get(r["skill"]) is None or r["created_at"] >= since[r["skill"]]:
+                    counts[r["skill"]] = counts.get(r["skill"], 0) + 1
         fresh: dict[str, int] = {}
         for n in names:
             # this process may have drawn calls not yet written: never count backwards
@@ -282,9 +285,14 @@ class Holdout:
                 )
             self._active = {**self._active, name: 0}
 
-    def arms(self, skill: str) -> tuple[list[float], list[float], int]:
-        """The rewards of the skill's injected and held-out calls, and its eligible calls."""
+    def arms(
+        self, skill: str, since: datetime | None = None
+    ) -> tuple[list[float], list[float], int]:
+        """The rewards of the skill's injected and held-out calls, and its eligible calls
+        (those of the holdout that started at ``since``, when given)."""
         calls = self._rows(HOLDOUT_CALLS, f"skill = {sql_str(skill)}")
+        if since is not None:
+            calls = [c for c in calls if c["created_at"] >= since]
         if not calls:
             return [], [], 0
         rewards = self.engine.trajectories.rewards_for([c["trajectory_id"] for c in calls])
@@ -298,8 +306,8 @@ class Holdout:
             (inj if c["arm"] == INJECTED else held).append(value)
         return inj, held, len(calls)
 
-    def lift(self, skill: str) -> Lift:
-        inj, held, eligible = self.arms(skill)
+    def lift(self, skill: str, since: datetime | None = None) -> Lift:
+        inj, held, eligible = self.arms(skill, since)
         return lift_of(inj, held, self.settings.holdout.confidence, eligible)
 
     def evaluate(self) -> list[tuple[str, str, Lift]]:
@@ -310,7 +318,7 @@ class Holdout:
         out: list[tuple[str, str, Lift]] = []
         for row in self._rows(HOLDOUTS, "state = 'holdout'"):
             name = row["skill"]
-            lift = self.lift(name)
+            lift = self.lift(name, row["started_at"])
             enough = lift.injected >= h.min_per_arm and lift.held_out >= h.min_per_arm
             done = lift.eligible >= h.calls and lift.injected + lift.held_out >= h.calls
             decision = None
@@ -323,6 +331,34 @@ class Holdout:
             self._decide(row, decision, lift)
             out.append((name, decision, lift))
         return out
+
+    def _recheck_stale(self) -> None:
+        """Hold out again a promoted skill whose lift was measured long ago: the library,
+        the traffic and the model have changed since."""
+        after = self.settings.holdout.recheck_after_generations
+        if not after:
+            return
+        current = self.engine.library.current_generation()
+        live = set(self.engine.snapshot.names)
+        for row in self._rows(HOLDOUTS, "state = 'promoted'"):
+            decided = row["decided_generation"]
+            if decided is None or current - decided < after or row["skill"] not in live:
+                continue
+            with self._lock:
+                self._put_state(
+                    {
+                        **row,
+                        "state": "holdout",
+                        "started_at": utcnow(),
+                        "started_generation": current,
+                        "decided_at": None,
+                        "decided_generation": None,
+                        "reason": f"re-check: its lift was measured at generation {decided}, "
+                        f"{current - decided} generations ago",
+                        "numbers_json": None,
+                    }
+                )
+            self._active = {**self._active, row["skill"]: 0}
 
     def _decide(self, row: dict[str, Any], decision: str, lift: Lift) -> None:
         name = row["skill"]
@@ -371,6 +407,10 @@ class Holdout:
         """One round of bookkeeping: write assignments, re-read states, decide."""
         with self._step_lock:
             self.flush()
+            generation = self.engine.snapshot.generation
+            if generation != self._checked_generation and self.settings.role != "serving":
+                self._recheck_stale()  # only when the library moved: a read of `holdouts`
+                self._checked_generation = generation
             self.reload()
             if self._active:
                 self.evaluate()

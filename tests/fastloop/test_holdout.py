@@ -146,3 +146,27 @@ def test_the_lift_interval_is_the_difference_of_the_arms_means() -> None:
     assert lift.low is not None and lift.high is not None
     assert lift.low < 1.0 < lift.high and lift.low > 0
     assert lift_of([1.0], [], 0.9, 1).lift is None
+
+
+def test_a_promotion_measured_long_ago_is_checked_again(make_engine: Any, tmp_path: Path) -> None:
+    settings = holdout_settings(tmp_path / "h", calls=40)
+    settings.holdout.recheck_after_generations = 2
+    engine = make_engine(settings)
+    engine.add_skills(SKILL)
+    for _ in range(14):
+        one_call(engine, lambda a: 1.0 if a == INJECTED else -1.0)
+        if state(engine)["state"] != "holdout":
+            break
+    assert wait_for(lambda: state(engine)["state"] == "promoted")
+    promoted_at = state(engine)["decided_generation"]
+    for i in range(2):  # the library moves on
+        engine.add_skills(
+            Skill(name=f"other-{i}", description="Use for reports.", body="Be brief.")
+        )
+    engine.holdout.step()
+    row = state(engine)
+    assert row["state"] == "holdout" and row["started_generation"] == promoted_at + 2
+    assert row["reason"].startswith(f"re-check: its lift was measured at generation {promoted_at}")
+    assert engine.holdout.status()["active"][NAME] == 0  # a fresh count
+    _, arm = one_call(engine, lambda a: 0.0)
+    assert arm in (INJECTED, HELD_OUT)
