@@ -636,6 +636,7 @@ class MetaClaw:
             },
             "faults": dict(self.faults.counts),
             "fastloop": self.fastloop.status(),
+            "holdout": self.holdout.status(),
             "last_error": self.faults.last_error,
         }
         try:
