@@ -664,7 +664,11 @@ class SkillEvolver:
                 continue
             target = learned[i]
             base = first[target.name].skill if target.name in first else target
-            merged = merge_bodies(base.body, c.skill.body, limit) or base.body
+            merged = merge_bodies(base.body, c.skill.body, limit)
+            if merged is None:
+                # Nothing new (or too long): the near-duplicate check rejects it as before. A
+                # generation only to extend the provenance would empty the RL query buffer.
+                continue
             provenance = list(dict.fromkeys([*base.provenance, *c.skill.provenance]))
             note = (
                 f"consolidated into {target.name!r}: the same rule (similarity "
