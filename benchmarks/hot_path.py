@@ -3,6 +3,8 @@
 Run: .venv/bin/python benchmarks/hot_path.py [--sizes 100,1000,10000,100000] [--calls 2000]
      [--journal-releases-gil] [--model-ms 2]
 
+It also times the randomised holdout (every retrieved skill under holdout vs none).
+
 after_call is timed two ways. "Flood": before_call and after_call back to back with nothing
 between them, so the capture writer's commits (every 512 captures) compete with the calls for
 the GIL; no agent calls a model 10,000 times a second, this is the worst case. "Agent-paced":
@@ -299,6 +301,33 @@ def main() -> None:
             f"{warm.p(50) * 1e3:.1f} / {warm.p(99) * 1e3:.1f} µs, right after the model call "
             f"{cold.p(50) * 1e3:.1f} / {cold.p(99) * 1e3:.1f} µs "
             f"(x{cold.p(50) / warm.p(50):.1f} at p50)"
+        )
+
+        # The randomised holdout: every injected skill of these calls under holdout (the
+        # worst case: five draws per call, and the arms carried to the capture), against none.
+        snap = synthetic_snapshot(1000, dim, generation=3)
+        engine._snapshot = snap
+        plain_b, plain_a, held_b, held_a = Timer(), Timer(), Timer(), Timer()
+        settings.holdout.calls = 10**9
+        for i in range(args.calls):
+            c = ctx(TASKS[i % len(TASKS)], i)
+            engine.holdout._active = {}
+            inj = plain_b(lambda c=c: engine.before_call(c))
+            plain_a(lambda c=c, inj=inj: engine.after_call(c, "done", injection=inj))
+            c = ctx(TASKS[i % len(TASKS)], i)
+            engine.holdout._active = {name: i for name in snap.names}
+            inj = held_b(lambda c=c: engine.before_call(c))
+            held_a(lambda c=c, inj=inj: engine.after_call(c, "done", injection=inj))
+        engine.holdout._active = {}
+        engine.holdout._pending.clear()  # synthetic skills: nothing to write
+        engine.flush(120)
+        print()
+        print(
+            f"holdout (1,000 skills, all 5 retrieved under holdout, {args.calls} calls): "
+            f"before_call {plain_b.p(50):.3f} → {held_b.p(50):.3f} ms p50, "
+            f"{plain_b.p(99):.3f} → {held_b.p(99):.3f} ms p99; after_call "
+            f"{plain_a.p(50):.3f} → {held_a.p(50):.3f} ms p50, "
+            f"{plain_a.p(99):.3f} → {held_a.p(99):.3f} ms p99"
         )
 
         # Ingest: how many acknowledged trajectories per second reach LanceDB.

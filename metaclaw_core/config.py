@@ -410,6 +410,24 @@ class EvolverSettings(LLMEndpointSettings):
         description="Two failures whose task texts are more similar than this count as one "
         "(the selection keeps the newest).",
     )
+    covered_similarity: float = Field(
+        0.3,
+        ge=-1,
+        le=1.01,
+        description="A failure made before a live skill existed, whose task is at least this "
+        "similar to that skill, is covered by it and not shown to the evolver again (it would "
+        "re-propose the same skill); above 1: off. MiniLM puts a task and the skill for its "
+        "rule at about 0.3-0.45.",
+    )
+    consolidate_similarity: float = Field(
+        0.6,
+        ge=-1,
+        le=1.01,
+        description="A new candidate (a correction, or the evolver's) whose body is at least "
+        "this similar to a live learned skill's body states the same rule: it becomes an "
+        "update of that skill, its provenance carried over, instead of a skill of its own "
+        "(above 1: off). MiniLM: same rule reworded 0.5-0.8, different rules below 0.35.",
+    )
     max_chars_per_failure: int = Field(
         2500, ge=200, description="Characters of one failure (trimmed, redacted) sent to the LLM."
     )
@@ -575,6 +593,94 @@ class VettingSettings(BaseModel):
     reviewer: ReviewerSettings = Field(default_factory=lambda: ReviewerSettings())
 
 
+class ValidationSettings(LLMEndpointSettings):
+    """Replay validation before live: a candidate's source failures (and recent successes it
+    would now be injected into) are re-sent to the agent's own model with it injected and
+    re-scored by the source that judged the original (docs/fastloop.md, "Replay validation")."""
+
+    base_url: str | None = Field(
+        None,
+        description="The agent's own model (OpenAI-compatible). Unset: the proxy's upstream "
+        "(proxy.upstream_base_url), or the trained policy served by `metaclaw serve` when "
+        "train.enabled; none of them: candidates are not validated (the report says so).",
+    )
+    model: str = Field(
+        "gpt-4o-mini",
+        description="Model sent with replays when set explicitly; otherwise the model each "
+        "replayed trajectory recorded (this default only when it recorded none).",
+    )
+    enabled: bool = Field(True, description="Replay candidates when an endpoint is known.")
+    timeout_s: float = Field(30.0, gt=0, description="Longest wait for one replayed call.")
+    max_retries: int = Field(0, ge=0, le=10, description="Retries of one failed replay.")
+    temperature: float = Field(0.0, ge=0, le=2, description="Sampling temperature of replays.")
+    max_tokens: int = Field(512, ge=16, description="Longest replayed answer, in tokens.")
+    min_fixed: int = Field(
+        1, ge=0, description="Source failures a candidate must fix to be admitted."
+    )
+    max_regressions: int = Field(
+        0, ge=0, description="Recorded successes a candidate may break and still be admitted."
+    )
+    successes: int = Field(
+        3,
+        ge=0,
+        le=50,
+        description="K: recent successes retrieval would now give the candidate, "
+        "replayed to catch regressions.",
+    )
+    max_failures: int = Field(
+        5, ge=1, le=50, description="Most source failures replayed per candidate."
+    )
+    on_fail: Literal["reject", "quarantine"] = Field(
+        "reject",
+        description="A candidate that fixes too little or regresses too much is rejected, or "
+        "held for a person with the numbers.",
+    )
+    required: bool = Field(
+        True,
+        description="With an endpoint, a candidate whose replays could not be run or scored "
+        "(endpoint down, slow, budget spent) is held for a person, never live.",
+    )
+    parallelism: int = Field(4, ge=1, le=64, description="Replays in flight at once.")
+    deadline_s: float = Field(
+        120.0, gt=0, description="Longest the replays of one evolution take in all."
+    )
+    budget_calls: int = Field(
+        40, ge=1, description="Most replayed model calls per evolution (all candidates)."
+    )
+
+
+class HoldoutSettings(BaseModel):
+    """The randomised holdout of a new skill's first eligible calls (docs/slowloop.md)."""
+
+    enabled: bool = Field(True, description="Hold out new learned skills at random at first.")
+    calls: int = Field(
+        40, ge=2, description="N: eligible calls (retrieval chose the skill) under holdout."
+    )
+    probability: float = Field(
+        0.5, gt=0, lt=1, description="p: chance that an eligible call gets the skill injected."
+    )
+    seed: int = Field(0, description="Seed of the arm assignment (deterministic per skill).")
+    confidence: float = Field(
+        0.9, gt=0.5, lt=1, description="Two-sided confidence of the lift's interval."
+    )
+    min_per_arm: int = Field(
+        5, ge=2, description="Rewarded calls needed in each arm before a decision."
+    )
+    sources: list[str] = Field(
+        default_factory=lambda: ["evolver", "feedback"],
+        description="Skill sources held out (skills you add or import yourself are not).",
+    )
+    flush_interval_s: float = Field(
+        1.0, gt=0, description="How often arm assignments are written to the store."
+    )
+    recheck_after_generations: int = Field(
+        100,
+        ge=0,
+        description="A promoted skill whose lift was measured this many generations ago is "
+        "held out again (stale evidence is re-checked; 0: never).",
+    )
+
+
 class LifecycleSettings(BaseModel):
     """Skill effectiveness (`metaclaw skills stats`) and the optional retirement policy."""
 
@@ -628,6 +734,8 @@ class Settings(BaseSettings):
     rewards: RewardSettings = Field(default_factory=RewardSettings)
     vetting: VettingSettings = Field(default_factory=VettingSettings)
     lifecycle: LifecycleSettings = Field(default_factory=LifecycleSettings)
+    validation: ValidationSettings = Field(default_factory=lambda: ValidationSettings())
+    holdout: HoldoutSettings = Field(default_factory=HoldoutSettings)
     load_entrypoints: bool = Field(True, description="Load third-party plugins (group 'metaclaw').")
     role: Literal["standalone", "serving", "learner"] = Field(
         "standalone",

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from metaclaw_core.capture import encode_call
     from metaclaw_core.config import Settings
     from metaclaw_core.embeddings import Embedder, LoadedEmbedder, Vector
+    from metaclaw_core.evolve.holdout import Holdout
     from metaclaw_core.evolve.loop import FastLoop
     from metaclaw_core.evolve.vetting import VetContext
     from metaclaw_core.models import (
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
         Injection,
         ModelOutput,
         Reward,
+        ScoredSkill,
         Skill,
         new_id,
         utcnow,
@@ -59,6 +61,7 @@ def _load_runtime() -> None:
         return
     from metaclaw_core import capture, embeddings, models
     from metaclaw_core.config import Settings
+    from metaclaw_core.evolve.holdout import Holdout
     from metaclaw_core.evolve.loop import FastLoop
     from metaclaw_core.evolve.vetting import VetContext
     from metaclaw_core.plugins import make_plugin_manager
@@ -77,6 +80,7 @@ def _load_runtime() -> None:
         "Embedder": embeddings.Embedder,
         "LoadedEmbedder": embeddings.LoadedEmbedder,
         "FastLoop": FastLoop,
+        "Holdout": Holdout,
         "VetContext": VetContext,
         "make_plugin_manager": make_plugin_manager,
         "choose_within_budget": choose_within_budget,
@@ -94,7 +98,15 @@ def _load_runtime() -> None:
         "TrajectoryStore": TrajectoryStore,
         "CaptureWriter": CaptureWriter,
     }
-    for name in ("CallContext", "Generation", "Injection", "ModelOutput", "Reward", "Skill"):
+    for name in (
+        "CallContext",
+        "Generation",
+        "Injection",
+        "ModelOutput",
+        "Reward",
+        "ScoredSkill",
+        "Skill",
+    ):
         names[name] = getattr(models, name)
     names["new_id"], names["utcnow"] = models.new_id, models.utcnow
     globals().update(names)
@@ -180,6 +192,8 @@ class MetaClaw:
         self.fastloop = FastLoop(self)
         self.pm.register(self.fastloop, name="builtin:fastloop")
         self.fastloop.start_store_tail()
+        self.holdout = Holdout(self, background=capture)
+        self.pm.register(self.holdout, name="builtin:holdout")
         if capture:
             try:
                 journal = CaptureJournal(
@@ -247,17 +261,13 @@ class MetaClaw:
             if query is None:
                 query = self._extract_query(ctx)
             qvec = self._query_vector(query) if query and len(snap) else None
-            found = (
-                self.hook.metaclaw_retrieve(
-                    query=query, query_vector=qvec, snapshot=snap, ctx=ctx, settings=self.settings
-                )
-                or []
-            )
-            chosen = choose_within_budget(found, self.settings.retrieval.token_budget)
-            text = (
-                self.hook.metaclaw_render_injection(skills=chosen, ctx=ctx, settings=self.settings)
-                or ""
-            )
+            found = self._retrieve(ctx, query, qvec, snap)
+            # The randomised holdout of new skills: an in-memory draw, no I/O.
+            found, arms = self.holdout.assign(found)
+            chosen, text = self._render(ctx, found)
+            if arms:  # an "injected" skill the token budget left out was not injected
+                names = {c.skill.name for c in chosen}
+                arms = {n: a for n, a in arms.items() if a == "held_out" or n in names} or None
             degraded = (
                 None if qvec is not None or not query or not len(snap) else "embedder not ready"
             )
@@ -272,6 +282,7 @@ class MetaClaw:
                 query_vector=qvec,
                 started_at=started,
                 degraded=degraded,
+                holdout=arms,
             )
         except Exception as exc:
             self.faults.record("before_call", exc)
@@ -283,6 +294,47 @@ class MetaClaw:
             )
         self._remember(injection)
         return injection
+
+    def _retrieve(
+        self, ctx: CallContext, query: str, qvec: Vector | None, snap: SkillSnapshot
+    ) -> list[ScoredSkill]:
+        found = self.hook.metaclaw_retrieve(
+            query=query, query_vector=qvec, snapshot=snap, ctx=ctx, settings=self.settings
+        )
+        return list(found or [])
+
+    def _render(self, ctx: CallContext, found: list[ScoredSkill]) -> tuple[list[ScoredSkill], str]:
+        chosen = choose_within_budget(found, self.settings.retrieval.token_budget)
+        text = (
+            self.hook.metaclaw_render_injection(skills=chosen, ctx=ctx, settings=self.settings)
+            or ""
+        )
+        return chosen, text
+
+    def injection_for(
+        self,
+        ctx: CallContext,
+        *,
+        snapshot: SkillSnapshot,
+        query: str,
+        query_vector: Vector | None,
+        include: ScoredSkill | None = None,
+    ) -> Injection:
+        """What ``before_call`` would inject into ``ctx`` if ``snapshot`` were served (the
+        same retrieval, budget and rendering hooks; no holdout), with ``include`` among the
+        skills whatever retrieval says. For replay validation, off the hot path."""
+        found = self._retrieve(ctx, query, query_vector, snapshot) if len(snapshot) else []
+        if include is not None:
+            found = [include, *[f for f in found if f.skill.name != include.skill.name]]
+        chosen, text = self._render(ctx, found)
+        return Injection(
+            call_id=ctx.call_id,
+            generation=snapshot.generation,
+            text=text,
+            skills=chosen,
+            query=query,
+            query_vector=query_vector,
+        )
 
     def _query_vector(self, query: str) -> Vector | None:
         emb = self.embedder
@@ -346,6 +398,8 @@ class MetaClaw:
             metadata = ctx.metadata
             if inj is not None and inj.degraded:
                 metadata = {**metadata, "degraded": inj.degraded}  # the trajectory says so
+            if inj is not None and inj.holdout:
+                metadata = {**metadata, "holdout": inj.holdout}
             record = encode_call(
                 trajectory_id=tid,
                 created_at=utcnow(),
@@ -382,6 +436,8 @@ class MetaClaw:
             if self.writer is None:
                 raise MetaClawError("capture is disabled (the spool could not be opened)")
             self.writer.submit_trajectory(record)
+            if inj is not None and inj.holdout:
+                self.holdout.record(tid, inj.holdout)  # an append; written off the hot path
             return tid
         except Exception as exc:
             self.faults.record("after_call", exc)
@@ -629,6 +685,7 @@ class MetaClaw:
         if self.writer is not None:
             self.writer.close(timeout)
         self.fastloop.close(timeout=min(timeout, 10.0))
+        self.holdout.close()
         self._refresher.join(timeout=5)
 
     def __enter__(self) -> MetaClaw:
@@ -677,6 +734,7 @@ class MetaClaw:
             },
             "faults": dict(self.faults.counts),
             "fastloop": self.fastloop.status(),
+            "holdout": self.holdout.status(),
             "last_error": self.faults.last_error,
         }
         try:

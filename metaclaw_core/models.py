@@ -168,6 +168,11 @@ class Injection(BaseModel):
     query_vector: Any = Field(None, exclude=True, repr=False)
     started_at: float = Field(0.0, exclude=True, repr=False)
     degraded: str | None = Field(None, description="Why nothing was injected, if it failed open.")
+    holdout: dict[str, str] | None = Field(
+        None,
+        description="Skills under a randomised holdout that retrieval chose for this call: "
+        "name → 'injected' or 'held_out' (recorded as the trajectory's metadata['holdout']).",
+    )
 
     @property
     def skill_names(self) -> list[str]:

@@ -85,6 +85,14 @@ def run(
         ),
     ] = 32768,
     train_steps: Annotated[int, typer.Option(help="full mode: GRPO steps after each day.")] = 4,
+    validate: Annotated[
+        bool,
+        typer.Option(
+            "--validate/--no-validate",
+            help="skills/full: replay each new skill's failures (and recent successes) against "
+            "the agent's model before it goes live, scored by the suite's own checks.",
+        ),
+    ] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Run (or resume) a suite day by day; write per-round JSON, a report and a plot."""
@@ -141,6 +149,7 @@ def run(
             train_steps_per_day=train_steps,
             days=tuple(d.strip() for d in days.split(",") if d.strip()) if days else (),
             agent=agent,
+            validate=validate,
         )
         factory: AgentFactory = default_agent
         if agent == "openclaw":

@@ -45,3 +45,17 @@ class BenchCheck:
             source="check",
             detail=f"bench {rnd.id}: {score.detail}",
         )
+
+
+class ReplayCheck(BenchCheck):
+    """The same check for replay validation only (``metadata.replay_of``): with
+    ``bench run --validate`` a candidate's replays are scored by the suite, while live calls
+    keep the reward the run gives them (the round's score)."""
+
+    @hookimpl
+    def metaclaw_score_trajectory(
+        self, trajectory: Trajectory, settings: Settings
+    ) -> Reward | None:
+        if "replay_of" not in trajectory.metadata:
+            return None
+        return super().metaclaw_score_trajectory(trajectory, settings)

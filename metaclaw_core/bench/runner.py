@@ -42,6 +42,12 @@ from pydantic import SecretStr
 
 from metaclaw_core import __version__
 from metaclaw_core.bench.agent import AgentResult, ModelConfig
+from metaclaw_core.bench.preflight import (
+    MAX_MODEL_FAILURES,
+    ModelEndpointError,
+    check_model_endpoint,
+    failed_on_model,
+)
 from metaclaw_core.bench.scoring import (
     Score,
     feedback_text,
@@ -92,6 +98,7 @@ class RunConfig:
     train_steps_per_day: int = 4  # full mode
     days: tuple[str, ...] = ()  # empty: all
     agent: str = "langchain"  # what answers the rounds (recorded; a resume must match)
+    validate: bool = False  # replay validation of new skills against the agent's model
 
     def to_json(self) -> dict[str, Any]:
         out = asdict(self)
@@ -158,6 +165,8 @@ class BenchRun:
         agent_factory: AgentFactory = default_agent,
         on_round: Callable[[RoundResult], None] | None = None,
         engine_factory: Callable[[Any], Any] | None = None,
+        check_endpoint: bool = True,
+        max_model_failures: int = MAX_MODEL_FAILURES,
     ) -> None:
         if config.mode not in MODES:
             raise BenchError(f"mode must be one of {', '.join(MODES)}, not {config.mode!r}")
@@ -180,6 +189,9 @@ class BenchRun:
         self.policy_server: Any = None
         self.agent: Any = None
         self._failed_today: list[str] = []
+        self.check_endpoint = check_endpoint
+        self.max_model_failures = max_model_failures
+        self._model_failures: list[str] = []  # consecutive rounds that failed on the model
 
     # -- bookkeeping ----------------------------------------------------------------------
     @property
@@ -244,6 +256,9 @@ class BenchRun:
         settings.evolver.auto = False  # the run triggers learning itself, in a fixed order
         settings.evolver.feedback_auto = False
         settings.judge.enabled = False
+        # Days are compared configuration against configuration: a randomised holdout would
+        # withhold each new skill from half its first calls and blur that comparison.
+        settings.holdout.enabled = False
         if self.config.learn == "evolver" and self.config.evolver_base_url:
             settings.evolver.base_url = self.config.evolver_base_url
             settings.evolver.model = self.config.evolver_model or self.config.model.model
@@ -251,7 +266,20 @@ class BenchRun:
             settings.evolver.max_tokens = 1024
             if self.config.evolver_base_url == self.config.model.base_url:
                 settings.evolver.api_key = SecretStr(self.config.model.api_key)
+        if self.config.validate:
+            # Replays go to the agent's own model; the suite's own checks are the scores.
+            settings.validation.base_url = self.config.model.base_url
+            settings.validation.model = self.config.model.model
+            settings.validation.api_key = SecretStr(self.config.model.api_key)
+            settings.validation.timeout_s = self.config.model.timeout_s
+            settings.validation.deadline_s = max(120.0, 4 * self.config.model.timeout_s)
+        else:
+            settings.validation.enabled = False
         engine = self.engine_factory(settings) if self.engine_factory else MetaClaw(settings)
+        if self.config.validate:
+            from metaclaw_core.bench.policy import ReplayCheck
+
+            engine.pm.register(ReplayCheck(self.suite), name="bench:replay-check")
         if not engine.wait_ready(300):  # the first round must see the library as it is
             why = getattr(engine.embedder, "load_error", None) or "timed out"
             raise BenchError(f"the engine did not get ready: {why}")
@@ -298,6 +326,8 @@ class BenchRun:
     # -- running --------------------------------------------------------------------------
     def run(self, progress: Callable[[str, int, int], None] | None = None) -> dict[str, Any]:
         """Run (or resume) every day not yet complete; return the run's summary."""
+        if self.check_endpoint and self.config.mode != "full":  # full: the policy answers
+            check_model_endpoint(self.config.model)  # before anything is written or run
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self._check_or_write_manifest()
         total = sum(len(d.rounds) for d in self.days)
@@ -347,6 +377,7 @@ class BenchRun:
         for i, rnd in enumerate(day.rounds):
             result = self._run_round(day, rnd, agent, workspace, previous_feedback)
             _write_json(self.day_dir(day) / f"{rnd.id}.json", asdict(result))
+            self._stop_if_the_model_keeps_failing(result)
             scores.append(result.score)
             previous_feedback = result.feedback
             if self.learns:
@@ -376,6 +407,22 @@ class BenchRun:
                 "finished_at": _now(),
             },
         )
+
+    def _stop_if_the_model_keeps_failing(self, result: RoundResult) -> None:
+        """Raise when ``max_model_failures`` rounds in a row failed on the model: their zeros
+        would measure the server, not the agent. The day stays unfinished (a rerun of the
+        same command resumes it, its skills rolled back to the day's start)."""
+        if not failed_on_model(result.error, result.model_calls):
+            self._model_failures = []
+            return
+        self._model_failures.append(f"{result.day}/{result.round}")
+        if len(self._model_failures) >= self.max_model_failures:
+            raise ModelEndpointError(
+                f"metaclaw: stopped: {len(self._model_failures)} rounds in a row "
+                f"({', '.join(self._model_failures)}) failed on the model at "
+                f"{self.config.model.base_url}, not on the task (last: {result.error}); fix the "
+                "model server and run the same command again to resume"
+            )
 
     def _generations_since(self, start: int | None) -> list[dict[str, Any]]:
         """The generations published since ``start``: what changed in the library, and why."""
@@ -541,4 +588,16 @@ def _evolution(report: Any) -> dict[str, Any]:
         ],
         "generation": None if report.generation is None else report.generation.number,
         "message": report.message,
+        "proposed": len(report.candidates),
+        "quarantined": report.quarantined,
+        "validation": {
+            c.skill.name: {
+                "state": c.validation.state,
+                "fixed": c.validation.fixed,
+                "regressed": c.validation.regressed,
+                "calls": c.validation.calls,
+            }
+            for c in report.candidates
+            if c.validation is not None
+        },
     }

@@ -1,5 +1,6 @@
-"""The fast loop's commands: ``metaclaw evolve``, ``metaclaw judge`` and
-``metaclaw skills pending|approve|reject|stats``. ``--json`` output is stable (docs/cli.md).
+"""The fast loop's commands: ``metaclaw evolve``, ``metaclaw judge``, ``metaclaw report`` and
+``metaclaw skills pending|approve|reject|stats|evidence``. ``--json`` output is stable
+(docs/cli.md).
 
 ``register(app, skills_app)`` adds them to the main ``metaclaw`` typer app.
 """
@@ -249,9 +250,102 @@ def skills_stats(
             out.print(f"retired {', '.join(retired.retired)} -> generation {retired.number}")
 
 
+def _num(value: Any, digits: int = 2) -> str:
+    return "" if value is None else f"{value:+.{digits}f}"
+
+
+def skills_evidence(
+    name: Annotated[str | None, typer.Argument(help="One skill (default: every skill).")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Evidence per skill: replays (fixed, regressed) and the holdout (arms, lift, state)."""
+    from metaclaw_core.evolve.evidence import skill_evidence
+
+    with _Guard(), _engine() as engine:
+        records = skill_evidence(engine, name)
+        if as_json:
+            _print_json({"skills": records})
+            return
+        if not records:
+            out.print("no evidence recorded yet (no replays, no holdout)")
+            return
+        table = Table(title="skill evidence")
+        table.add_column("name", no_wrap=True)
+        for col in ("live", "replays", "holdout", "injected / held out", "lift [interval]"):
+            table.add_column(col)
+        for r in records:
+            rp, h = r["replays"], r["holdout"] or {}
+            replays = (
+                f"fixed {rp['fixed']}/{rp['fixed'] + rp['not-fixed']}, regressed "
+                f"{rp['regressed']}/{rp['regressed'] + rp['kept']}"
+                + (
+                    f", {rp['error'] + rp['unscored']} not run"
+                    if rp["error"] + rp["unscored"]
+                    else ""
+                )
+                if rp["total"]
+                else "not validated"
+            )
+            lift = _num(h.get("lift"))
+            if h.get("low") is not None:
+                lift += f" [{_num(h.get('low'))}, {_num(h.get('high'))}]"
+            table.add_row(
+                r["skill"],
+                "yes" if r["live"] else "no",
+                replays,
+                str(h.get("state") or "-"),
+                f"{h.get('injected', 0)} / {h.get('held_out', 0)}" if h else "-",
+                lift,
+            )
+        out.print(table)
+        for r in records:
+            h = r["holdout"] or {}
+            if h.get("reason") and h.get("state") != "holdout":
+                out.print(f"{r['skill']}: {h['reason']}", highlight=False, markup=False)
+
+
+def report(
+    png: Annotated[
+        str | None,
+        typer.Option("--png", help="Where to write the PNG ('' for none)."),
+    ] = "metaclaw-report.png",
+    as_json: JsonOpt = False,
+) -> None:
+    """The learning curve: mean reward and failure rate per generation and per day."""
+    from pathlib import Path
+
+    from metaclaw_core.evolve.evidence import learning_curve, plot_curve
+
+    with _Guard(), _engine() as engine:
+        curve = learning_curve(engine)
+    written: str | None = None
+    if png:
+        try:
+            written = str(plot_curve(curve, Path(png)))
+        except ImportError as exc:
+            _fail(str(exc))
+    if as_json:
+        _print_json({**curve, "png": written})
+        return
+    for key, label in (("generations", "generation"), ("days", "day")):
+        table = Table(title=f"learning curve per {label}")
+        for col in (label, "calls", "scored", "mean reward", "failure rate"):
+            table.add_column(col)
+        for r in curve[key]:
+            rate = "" if r["failure_rate"] is None else f"{r['failure_rate']:.0%}"
+            table.add_row(
+                str(r[label]), str(r["calls"]), str(r["scored"]), _num(r["mean_reward"]), rate
+            )
+        out.print(table)
+    if written:
+        out.print(f"wrote {written}", highlight=False)
+
+
 def register(app: typer.Typer, skills_app: typer.Typer) -> None:
     app.command("evolve")(evolve)
     app.command("judge")(judge)
+    app.command("report")(report)
+    skills_app.command("evidence")(skills_evidence)
     skills_app.command("pending")(skills_pending)
     skills_app.command("approve")(skills_approve)
     skills_app.command("reject")(skills_reject)

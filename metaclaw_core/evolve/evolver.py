@@ -24,6 +24,7 @@ from metaclaw_core.errors import StoreError
 from metaclaw_core.evolve.provenance import instructions_in_data
 from metaclaw_core.evolve.record import EvolutionLog
 from metaclaw_core.evolve.support import Failure, SupportSet, correction_key
+from metaclaw_core.evolve.validation import ReplayValidator, Validation, validation_finding
 from metaclaw_core.evolve.vetting import VetContext
 from metaclaw_core.llm import (
     LLMClient,
@@ -167,6 +168,7 @@ class Candidate:
     reasons: list[str] = field(default_factory=list)
     merged_into: str | None = None
     findings: list[Finding] = field(default_factory=list)
+    validation: Validation | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -176,6 +178,7 @@ class Candidate:
             "reasons": list(self.reasons),
             "merged_into": self.merged_into,
             "findings": [f.to_json() for f in self.findings],
+            "validation": None if self.validation is None else self.validation.to_json(),
         }
 
 
@@ -303,6 +306,7 @@ class SkillEvolver:
         self.support = SupportSet(engine.store, engine.trajectories)
         self.log = EvolutionLog(engine.store)
         self._last_failures: list[Failure] = []
+        self.covered: list[tuple[str, str]] = []  # (failure id, the live skill covering it)
         # One evolution at a time per engine (whichever evolver object runs it): two would
         # propose against the same library and consume the same failures.
         with _LOCKS_GUARD:
@@ -322,6 +326,7 @@ class SkillEvolver:
         ]
         pool = self.support.attach_vectors(found[: max(s.lookback, len(seen))])
         self._fill_vectors(pool)
+        pool = self._uncovered(pool)
         chosen: list[Failure] = []
         kept: list[np.ndarray[Any, Any]] = []
         for f in pool:
@@ -334,6 +339,29 @@ class SkillEvolver:
             if len(chosen) >= s.max_failures:
                 break
         return self.support.load(chosen)
+
+    def _uncovered(self, failures: list[Failure]) -> list[Failure]:
+        """The failures no live skill covers yet. A failure made before the generation that
+        added a live skill close to its task (``evolver.covered_similarity``) is what that
+        skill was learned for: shown again, the evolver proposes the same skill again (as the
+        local evolver did every day of the offline bench). Failures made while the skill was
+        already live stay: it did not prevent them."""
+        self.covered = []
+        floor = self.settings.evolver.covered_similarity
+        snap = self.engine.snapshot
+        if floor > 1 or not len(snap):
+            return failures
+        out: list[Failure] = []
+        for f in failures:
+            v = f.vector
+            if v is not None and snap.matrix.shape[1] == v.shape[0]:
+                hits = snap.top_k(v, 1, floor)
+                added = hits[0].skill.generation_added if hits else None
+                if added is not None and f.generation < added:
+                    self.covered.append((f.id, hits[0].skill.name))
+                    continue
+            out.append(f)
+        return out
 
     def _fill_vectors(self, failures: list[Failure]) -> None:
         todo = [f for f in failures if f.vector is None and f.query]
@@ -504,7 +532,9 @@ class SkillEvolver:
             self._last_failures = failures
             report.failures = [f.id for f in failures]
             if not failures:
-                report.message = "no new failures to learn from"
+                report.message = "no new failures to learn from" + (
+                    f" ({len(self.covered)} covered by live skills)" if self.covered else ""
+                )
                 return report
             closest = self.closest_skills(failures)
             data, reply = self.client.chat_json(
@@ -516,6 +546,7 @@ class SkillEvolver:
             report.candidates = self.parse_candidates(data, failures)
             if not report.candidates:
                 report.message = "the evolver proposed no skill for these failures"
+            self._consolidate(report)
             self._admit(report)
             self._record(report, correction_keys=[])
             return report
@@ -551,6 +582,7 @@ class SkillEvolver:
                 taken.add(cand.skill.name)
                 report.candidates.append(cand)
             report.failures = sorted({r.trajectory_id for r in corrections})
+            self._consolidate(report)
             self._admit(report)
             self._record(report, correction_keys=[correction_key(r) for r in corrections])
             return report
@@ -596,6 +628,65 @@ class SkillEvolver:
         reason = self.engine.library.read_only_reason
         if reason and not dry_run:  # fail before paying for an LLM call
             raise StoreError(f"metaclaw: {reason} (or use --dry-run)")
+
+    # -- consolidation -------------------------------------------------------------------
+    def _consolidate(self, report: EvolutionReport) -> None:
+        """New candidates that restate a live learned skill's rule become updates of it.
+
+        Feedback mode stored every correction as a skill of its own (the offline bench learned
+        42 skills that were about ten rules said again): the descriptions name different
+        tasks, so the near-duplicate check, which compares whole skills, let them through.
+        Here the bodies (the rules) are compared; a match at ``evolver.consolidate_similarity``
+        makes the candidate an update of that skill: its new sentences appended, its
+        provenance (the evidence) the union of both. Two candidates for one skill are one
+        update."""
+        floor = self.settings.evolver.consolidate_similarity
+        todo = [c for c in report.candidates if c.verdict == "accepted" and not c.updates]
+        if floor > 1 or not todo:
+            return
+        learned = [s for s in self.engine.library.live() if s.source in ("evolver", "feedback")]
+        if not learned:
+            return
+        vecs = np.asarray(
+            self.engine.embedder.embed_documents(
+                [s.body for s in learned] + [c.skill.body for c in todo]
+            ),
+            dtype=np.float32,
+        )
+        vecs /= np.maximum(np.linalg.norm(vecs, axis=1, keepdims=True), 1e-12)
+        have, new = vecs[: len(learned)], vecs[len(learned) :]
+        first: dict[str, Candidate] = {}
+        limit = self.settings.vetting.max_body_chars
+        for c, v in zip(todo, new, strict=True):
+            sims = have @ v
+            i = int(np.argmax(sims))
+            if float(sims[i]) < floor:
+                continue
+            target = learned[i]
+            base = first[target.name].skill if target.name in first else target
+            merged = merge_bodies(base.body, c.skill.body, limit)
+            if merged is None:
+                # Nothing new (or too long): the near-duplicate check rejects it as before. A
+                # generation only to extend the provenance would empty the RL query buffer.
+                continue
+            provenance = list(dict.fromkeys([*base.provenance, *c.skill.provenance]))
+            note = (
+                f"consolidated into {target.name!r}: the same rule (similarity "
+                f"{float(sims[i]):.2f}), evidence carried over"
+            )
+            if target.name in first:
+                keeper = first[target.name]
+                keeper.skill = keeper.skill.model_copy(
+                    update={"body": merged, "provenance": provenance}
+                )
+                c.verdict = "rejected"
+                c.merged_into = target.name
+                c.reasons.append(f"{note} (with candidate {keeper.skill.name!r})")
+                continue
+            c.skill = target.model_copy(update={"body": merged, "provenance": provenance})
+            c.updates = c.merged_into = target.name
+            c.reasons.append(note)
+            first[target.name] = c
 
     # -- admission -----------------------------------------------------------------------
     def _admit(self, report: EvolutionReport) -> None:
@@ -709,6 +800,9 @@ class SkillEvolver:
             elif review.verdict == "quarantine":
                 c.verdict = "quarantined"
                 c.reasons += review.reasons()
+        ok = [c for c in todo if c.verdict == "accepted"]
+        if ok and not report.dry_run:
+            self._validate(report, ok)  # evidence: replays against the agent's own model
         held = [c for c in todo if c.verdict == "quarantined"]
         ok = [c for c in todo if c.verdict == "accepted"]
         if report.dry_run:
@@ -747,6 +841,35 @@ class SkillEvolver:
             report.message = f"generation {report.generation.number}: {', '.join(report.live)}"
         if held:
             report.message += f"; {len(held)} held for review: `metaclaw skills pending`"
+
+    def _validate(self, report: EvolutionReport, ok: list[Candidate]) -> None:
+        """Replay validation of the vetted candidates (docs/fastloop.md): a candidate that
+        fails is rejected or held (``validation.on_fail``); one whose replays could not run
+        is held when ``validation.required``; without an endpoint it passes, not validated."""
+        v = self.settings.validation
+        try:
+            results = ReplayValidator(self.engine).validate(report.id, [c.skill for c in ok])
+        except Exception as exc:  # never live on an error when validation is required
+            self.engine.faults.record("replay validation", exc)
+            results = {
+                c.skill.name: Validation(
+                    c.skill.name, "unvalidated", message=f"unvalidated: {type(exc).__name__}: {exc}"
+                )
+                for c in ok
+            }
+        for c in ok:
+            res = results.get(c.skill.name)
+            c.validation = res
+            if res is None:
+                continue
+            hold = res.state == "unvalidated" and v.required
+            if res.state == "failed" and v.on_fail == "reject":
+                c.verdict = "rejected"
+                c.reasons.append(res.message)
+            elif res.state == "failed" or hold:
+                c.verdict = "quarantined"
+                c.findings.append(validation_finding(res))
+                c.reasons.append(res.message)
 
     def _tainted_sources(self, report: EvolutionReport) -> dict[str, Finding]:
         """The failures this evolution read whose data (tool results: files, pages, command

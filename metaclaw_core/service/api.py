@@ -201,6 +201,25 @@ def pending_skills(state: State) -> dict[str, Any]:
     }
 
 
+@router.get("/skills/evidence", tags=["skills"])
+def skills_evidence(state: State, name: str | None = None) -> dict[str, Any]:
+    """Evidence per skill: its replays (fixed, regressed) and its holdout (calls per arm,
+    lift, interval, state), as `metaclaw skills evidence --json`."""
+    from fastapi.encoders import jsonable_encoder
+
+    from metaclaw_core.evolve.evidence import skill_evidence
+
+    return {"skills": jsonable_encoder(skill_evidence(state.engine, name))}
+
+
+@router.get("/report", tags=["skills"])
+def learning_report(state: State) -> dict[str, Any]:
+    """The learning curve: mean reward and failure rate per generation and per day."""
+    from metaclaw_core.evolve.evidence import learning_curve
+
+    return learning_curve(state.engine)
+
+
 @router.get("/skills/{name}", response_model=SkillOut, tags=["skills"])
 def get_skill(name: str, state: State) -> SkillOut:
     return SkillOut.of(state.engine.library.get(name))

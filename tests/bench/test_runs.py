@@ -265,3 +265,27 @@ def test_a_crash_in_a_day_that_learned_nothing_resumes_too(
     assert summary["days_complete"] == 2
     day02 = _rounds(run_dir)["day02/r1"]
     assert day02["score"] == 1.0 and day02["generation"] == start  # no rollback was needed
+
+
+def test_with_validation_a_skill_that_fixes_nothing_it_was_learned_from_is_refused(
+    tmp_path: Path, server: ScriptedOpenAI, minilm: Any
+) -> None:
+    suite = load_suite(write_suite(tmp_path / "suite"))
+    run_dir = tmp_path / "validated"
+    summary = BenchRun(
+        suite,
+        run_dir,
+        _config(server, "skills", validate=True),
+        engine_factory=engine_factory(minilm),
+    ).run()
+    day01 = json.loads((run_dir / "days" / "day01" / "day.json").read_text())
+    by_round = {e["round"]: e for e in day01["evolutions"]}
+    # r1's lesson is about a file the replay cannot re-check: not validated, live
+    (r1,) = by_round["r1"]["validation"].values()
+    assert r1["state"] == "not-validated" and by_round["r1"]["live"]
+    # r2's lesson: the model answers the same with it (2 of 3 right again): refused
+    (r2,) = by_round["r2"]["validation"].values()
+    assert r2["state"] == "failed" and r2["fixed"] == 0 and r2["calls"] >= 1
+    assert by_round["r2"]["live"] == [] and by_round["r2"]["rejected"]
+    assert summary["days_complete"] == 2
+    assert _rounds(run_dir)["day02/r1"]["score"] == 1.0  # the lesson that went live still helps

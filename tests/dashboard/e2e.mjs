@@ -91,6 +91,7 @@ async function openDashboard(context) {
   await page.waitForSelector("#timeline li[data-generation]");
   await page.waitForSelector("#trajectory-rows tr.trajectory");
   await page.waitForSelector("#training-body svg.chart");
+  await page.waitForSelector("#evidence-rows tr.evidence");
   results.timings.first_data_ms = Date.now() - t0;
   results.timings.navigation = await page.evaluate(() => {
     const nav = performance.getEntriesByType("navigation")[0];
@@ -108,6 +109,8 @@ async function openDashboard(context) {
     trajectoryText: await page.innerText("#trajectory-rows"),
     health: await page.innerText("#health"),
     training: await page.innerText("#training-body"),
+    evidence: await names(page, "#evidence-rows tr.evidence", "skill"),
+    evidenceText: await page.innerText("#evidence"),
     timeline: await page.innerText("#timeline"),
   };
 

@@ -80,6 +80,7 @@ def dashboard_settings(home: Path, llm: ScriptedOpenAI) -> Settings:
     s.evolver.auto = False
     s.evolver.max_retries = 0
     s.evolver.timeout_s = 5.0
+    s.holdout.enabled = True  # the evolved skill starts its holdout: the evidence panel
     return s
 
 

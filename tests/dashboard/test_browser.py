@@ -94,6 +94,10 @@ def test_page_shows_every_panel_with_the_seeded_data(
         assert words in load["health"]
     assert "not running" in load["training"]
     assert "query buffer" in load["training"] and "sampler-000005" in load["training"]
+    # the evolved skill is under its randomised holdout; the curve has a row per generation
+    assert load["evidence"] == [seeded.evolved]
+    assert "holdout" in load["evidenceText"] and "not validated" in load["evidenceText"]
+    assert "Learning curve per generation" in load["evidenceText"]
 
 
 def test_provenance_names_the_failures_a_skill_was_learned_from(run: dict[str, Any]) -> None:

@@ -317,3 +317,27 @@ def test_a_head_preconnect_to_the_root_is_answered(dashboard: Dashboard) -> None
     with dashboard.client() as c:
         r = c.head("/")
     assert r.status_code == 200 and r.content == b""
+
+
+# -- evidence --------------------------------------------------------------------------------
+def test_evidence_and_the_learning_curve_are_served_with_the_token(dashboard: Dashboard) -> None:
+    seeded = dashboard.seeded
+    with dashboard.client(token=True) as c:
+        c.base_url = dashboard.guarded.url  # type: ignore[assignment]
+        evidence = c.get("/v1/skills/evidence")
+        one = c.get("/v1/skills/evidence", params={"name": seeded.evolved})
+        curve = c.get("/v1/report")
+    with dashboard.client() as c:
+        c.base_url = dashboard.guarded.url  # type: ignore[assignment]
+        assert c.get("/v1/skills/evidence").status_code == 401
+    assert evidence.status_code == one.status_code == curve.status_code == 200
+    (record,) = [r for r in evidence.json()["skills"] if r["skill"] == seeded.evolved]
+    # (other tests of this module roll the library back: the skill may no longer be live)
+    assert isinstance(record["live"], bool) and record["holdout"]["state"] in ("holdout", "ended")
+    assert record["holdout"]["started_generation"] == 2
+    assert record["replays"]["total"] == 0  # no validation endpoint in the seed
+    assert [r["skill"] for r in one.json()["skills"]] == [seeded.evolved]
+    gens = curve.json()["generations"]
+    assert sum(g["calls"] for g in gens) >= 10
+    assert all(0 <= (g["failure_rate"] or 0) <= 1 for g in gens)
+    assert curve.json()["days"] and curve.json()["days"][0]["calls"] >= 10

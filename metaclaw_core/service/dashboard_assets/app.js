@@ -189,7 +189,10 @@
       ]);
       const loads = [];
       const changed = fingerprint !== state.fingerprint;
-      if (changed) loads.push(loadSkills(), loadCandidates(), loadGenerations(), loadTrajectories());
+      if (changed) {
+        loads.push(loadSkills(), loadCandidates(), loadGenerations(), loadTrajectories());
+        loads.push(loadEvidence());
+      }
       if (changed || state.polls % TRAINING_EVERY === 0) loads.push(loadTraining());
       await Promise.all(loads);
       if (epoch !== state.epoch) return;
@@ -459,6 +462,52 @@
   }
 
   // -- trajectories ------------------------------------------------------------------------
+  // -- evidence: replays, holdout, learning curve -------------------------------------------
+  const fmtSigned = (v) => (v === null || v === undefined ? "–" : (v > 0 ? "+" : "") + v.toFixed(2));
+
+  async function loadEvidence() {
+    const [evidence, curve] = await Promise.all([api("/v1/skills/evidence"), api("/v1/report")]);
+    $("evidence-rows").replaceChildren(
+      ...(evidence.skills.length
+        ? evidence.skills.map(evidenceRow)
+        : [el("tr", null, el("td", { colspan: 9, class: "empty", text: "No evidence recorded yet." }))]),
+    );
+    $("curve-rows").replaceChildren(
+      ...curve.generations.map((g) =>
+        el(
+          "tr",
+          { class: "curve", data: { generation: String(g.generation) } },
+          el("td", { text: g.generation }),
+          el("td", { text: g.calls }),
+          el("td", { text: g.scored }),
+          el("td", null, fmtReward(g.mean_reward)),
+          el("td", { text: g.failure_rate === null ? "–" : Math.round(g.failure_rate * 100) + " %" }),
+        ),
+      ),
+    );
+  }
+
+  function evidenceRow(r) {
+    const rp = r.replays;
+    const h = r.holdout || {};
+    const interval = h.low === null || h.low === undefined
+      ? fmtSigned(h.lift)
+      : `${fmtSigned(h.lift)} [${fmtSigned(h.low)}, ${fmtSigned(h.high)}]`;
+    return el(
+      "tr",
+      { class: "evidence", data: { skill: r.skill } },
+      el("td", { class: "name", text: r.skill }),
+      el("td", { text: r.live ? "yes" : "no" }),
+      el("td", { text: rp.total ? `${rp.fixed} of ${rp.fixed + rp["not-fixed"]}` : "not validated" }),
+      el("td", { text: rp.regressed }),
+      el("td", { text: rp.error + rp.unscored }),
+      el("td", null, h.state ? chip(h.state, "holdout-" + h.state) : el("span", { class: "muted", text: "–" })),
+      el("td", { text: h.state ? `${h.injected ?? 0} / ${h.held_out ?? 0}` : "–" }),
+      el("td", { text: h.state ? interval : "–" }),
+      el("td", { class: "muted", text: h.reason || "" }),
+    );
+  }
+
   async function loadTrajectories() {
     const rows = await api("/v1/trajectories?limit=" + TRAJECTORIES_SHOWN);
     $("trajectory-rows").replaceChildren(
