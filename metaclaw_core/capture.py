@@ -23,7 +23,7 @@ import orjson
 from metaclaw_core.config import CaptureSettings
 from metaclaw_core.embeddings import Vector
 from metaclaw_core.models import Message, ModelOutput, ToolCall
-from metaclaw_core.plugins.redact import redact_text
+from metaclaw_core.redaction import redact_text
 from metaclaw_core.store.records import EncodedTrajectory, encode_parts
 
 TRUNCATION_MARK = "…[truncated {n} chars]"

@@ -20,7 +20,6 @@ from metaclaw_core.config import Settings
 from metaclaw_core.embeddings import Embedder, LoadedEmbedder, Vector
 from metaclaw_core.errors import MetaClawError
 from metaclaw_core.evolve.loop import FastLoop
-from metaclaw_core.evolve.vetting import VetContext
 from metaclaw_core.faults import FaultLog
 from metaclaw_core.models import (
     CallContext,
@@ -32,12 +31,13 @@ from metaclaw_core.models import (
     new_id,
     utcnow,
 )
-from metaclaw_core.plugins import make_plugin_manager
-from metaclaw_core.plugins.render import choose_within_budget
+from metaclaw_core.plugin_manager import make_plugin_manager, register_checked
+from metaclaw_core.skills.block import choose_within_budget
 from metaclaw_core.skills.index import SkillSnapshot
 from metaclaw_core.skills.library import ImportReport, SkillLibrary
 from metaclaw_core.skills.snapshot_cache import cache_path, load_snapshot, save_snapshot
 from metaclaw_core.skills.verdict import Finding, as_findings
+from metaclaw_core.skills.vetting import VetContext
 from metaclaw_core.store.db import Store
 from metaclaw_core.store.journal import CaptureJournal
 from metaclaw_core.store.records import EncodedTrajectory, encode_trajectory
@@ -110,7 +110,7 @@ class MetaClaw:
         # The fast loop's background half (scoring, evolution triggers): a plugin fed by the
         # observer hooks, registered before the writer can replay anything.
         self.fastloop = FastLoop(self)
-        self.pm.register(self.fastloop, name="builtin:fastloop")
+        register_checked(self.pm, self.fastloop, "builtin:fastloop")
         self.fastloop.start_store_tail()
         if capture:
             try:

@@ -16,9 +16,7 @@ import pluggy
 
 if TYPE_CHECKING:
     from metaclaw_core.config import Settings
-    from metaclaw_core.embeddings import Embedder, Vector
-    from metaclaw_core.evolve.evolver import EvolutionReport
-    from metaclaw_core.evolve.vetting import VetContext
+    from metaclaw_core.evolve.report import EvolutionReport
     from metaclaw_core.models import (
         CallContext,
         Generation,
@@ -30,7 +28,9 @@ if TYPE_CHECKING:
     from metaclaw_core.schedule.signals import IdleSignal, LastCallSource
     from metaclaw_core.skills.index import SkillSnapshot
     from metaclaw_core.skills.verdict import Finding
+    from metaclaw_core.skills.vetting import VetContext
     from metaclaw_core.train.backend import TrainingBackend
+    from metaclaw_core.vectors import Embedder, Vector
 
 PROJECT = "metaclaw"
 hookspec = pluggy.HookspecMarker(PROJECT)

@@ -21,7 +21,7 @@ from metaclaw_core.cli_support import read_only_engine as _engine
 from metaclaw_core.cli_support import skill_json as _skill_json
 
 if TYPE_CHECKING:  # the engine's modules load when a command runs, not for `metaclaw --help`
-    from metaclaw_core.evolve.evolver import EvolutionReport
+    from metaclaw_core.evolve.report import EvolutionReport
 
 out = Console()
 

@@ -14,8 +14,7 @@ import logging
 import re
 import threading
 import weakref
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from pydantic import ValidationError
@@ -23,8 +22,11 @@ from pydantic import ValidationError
 from metaclaw_core.errors import StoreError
 from metaclaw_core.evolve.provenance import instructions_in_data
 from metaclaw_core.evolve.record import EvolutionLog
+
+# Candidate and EvolutionReport are re-exported: they were defined here before evolve.report.
+from metaclaw_core.evolve.report import Candidate as Candidate
+from metaclaw_core.evolve.report import EvolutionReport as EvolutionReport
 from metaclaw_core.evolve.support import Failure, SupportSet, correction_key
-from metaclaw_core.evolve.vetting import VetContext
 from metaclaw_core.llm import (
     LLMClient,
     LLMNotConfiguredError,
@@ -32,7 +34,6 @@ from metaclaw_core.llm import (
     not_configured_message,
 )
 from metaclaw_core.models import (
-    Generation,
     Reward,
     ScoredSkill,
     Skill,
@@ -42,14 +43,13 @@ from metaclaw_core.models import (
 )
 from metaclaw_core.reward.transcript import clip, render_transcript, safe
 from metaclaw_core.skills.verdict import Finding, Review
+from metaclaw_core.skills.vetting import VetContext
 
 if TYPE_CHECKING:
     from metaclaw_core.engine import MetaClaw
 
 log = logging.getLogger("metaclaw.evolve")
 
-Mode = Literal["llm", "feedback"]
-Verdict = Literal["live", "pending", "quarantined", "accepted", "rejected"]
 
 EVOLVER_SYSTEM = """You are the skill evolver of an AI agent. Skills are short behavioural rules \
 that are added to the agent's system prompt for the tasks they fit. Study the failures below \
@@ -155,80 +155,6 @@ _STOPWORDS = frozenset(
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 _LOCKS: weakref.WeakKeyDictionary[Any, threading.Lock] = weakref.WeakKeyDictionary()
 _LOCKS_GUARD = threading.Lock()
-
-
-@dataclass
-class Candidate:
-    """A proposed skill and what became of it."""
-
-    skill: Skill
-    updates: str | None = None
-    verdict: Verdict = "rejected"
-    reasons: list[str] = field(default_factory=list)
-    merged_into: str | None = None
-    findings: list[Finding] = field(default_factory=list)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "skill": self.skill.model_dump(mode="json"),
-            "updates": self.updates,
-            "verdict": self.verdict,
-            "reasons": list(self.reasons),
-            "merged_into": self.merged_into,
-            "findings": [f.to_json() for f in self.findings],
-        }
-
-
-@dataclass
-class EvolutionReport:
-    """What one evolution looked at, proposed, and changed."""
-
-    id: str
-    mode: Mode
-    trigger: str
-    dry_run: bool
-    review: str
-    failures: list[str] = field(default_factory=list)
-    candidates: list[Candidate] = field(default_factory=list)
-    generation: Generation | None = None
-    model: str | None = None
-    message: str = ""
-
-    @property
-    def live(self) -> list[str]:
-        return [c.skill.name for c in self.candidates if c.verdict == "live"]
-
-    @property
-    def pending(self) -> list[str]:
-        return [c.skill.name for c in self.candidates if c.verdict == "pending"]
-
-    @property
-    def quarantined(self) -> list[str]:
-        return [c.skill.name for c in self.candidates if c.verdict == "quarantined"]
-
-    @property
-    def rejected(self) -> list[str]:
-        return [c.skill.name for c in self.candidates if c.verdict == "rejected"]
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "mode": self.mode,
-            "trigger": self.trigger,
-            "dry_run": self.dry_run,
-            "review": self.review,
-            "failures": list(self.failures),
-            "candidates": [c.to_json() for c in self.candidates],
-            "generation": None
-            if self.generation is None
-            else self.generation.model_dump(mode="json"),
-            "live": self.live,
-            "pending": self.pending,
-            "quarantined": self.quarantined,
-            "rejected": self.rejected,
-            "model": self.model,
-            "message": self.message,
-        }
 
 
 _STRUCTURE = re.compile(r"^\s*-{3,}\s*$|^\s*[\w-]+\s*:\s", re.M)

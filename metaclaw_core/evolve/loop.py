@@ -21,7 +21,8 @@ from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from metaclaw_core.evolve.evolver import EvolutionReport, SkillEvolver
+from metaclaw_core.evolve.evolver import SkillEvolver
+from metaclaw_core.evolve.report import EvolutionReport
 from metaclaw_core.evolve.support import CORRECTION
 from metaclaw_core.hookspecs import hookimpl
 from metaclaw_core.models import Reward, Trajectory
