@@ -23,6 +23,7 @@ if TYPE_CHECKING:
         SkillNotFoundError,
         StoreError,
     )
+    from metaclaw_core.evolve.report import Candidate, EvolutionReport
     from metaclaw_core.hookspecs import hookimpl
     from metaclaw_core.models import (
         CallContext,
@@ -36,6 +37,8 @@ if TYPE_CHECKING:
         ToolCall,
         Trajectory,
     )
+    from metaclaw_core.schedule.signals import IdleSignal, LastCallSource, SignalReading
+    from metaclaw_core.skills.index import SkillSnapshot
     from metaclaw_core.skills.library import (
         GenerationConflictError,
         ImportReport,
@@ -43,6 +46,9 @@ if TYPE_CHECKING:
         SkillRejectedError,
     )
     from metaclaw_core.skills.verdict import Finding, Review
+    from metaclaw_core.skills.vetting import VetContext
+    from metaclaw_core.train.backend import TrainingBackend
+    from metaclaw_core.vectors import Embedder, Vector
 
 __version__ = "0.1.0"
 
@@ -73,17 +79,33 @@ _HOMES = {
     "ImportReport": "metaclaw_core.skills.library",
     "Finding": "metaclaw_core.skills.verdict",
     "Review": "metaclaw_core.skills.verdict",
+    # the types the hooks carry (metaclaw_core.hookspecs), for plugin authors
+    "Candidate": "metaclaw_core.evolve.report",
+    "EvolutionReport": "metaclaw_core.evolve.report",
+    "IdleSignal": "metaclaw_core.schedule.signals",
+    "LastCallSource": "metaclaw_core.schedule.signals",
+    "SignalReading": "metaclaw_core.schedule.signals",
+    "SkillSnapshot": "metaclaw_core.skills.index",
+    "VetContext": "metaclaw_core.skills.vetting",
+    "TrainingBackend": "metaclaw_core.train.backend",
+    "Embedder": "metaclaw_core.vectors",
+    "Vector": "metaclaw_core.vectors",
 }
 
 __all__ = [
     "CallContext",
+    "Candidate",
     "ConfigError",
+    "Embedder",
     "EmbedderError",
+    "EvolutionReport",
     "Finding",
     "Generation",
     "GenerationConflictError",
+    "IdleSignal",
     "ImportReport",
     "Injection",
+    "LastCallSource",
     "Message",
     "MetaClaw",
     "MetaClawError",
@@ -92,14 +114,19 @@ __all__ = [
     "Reward",
     "ScoredSkill",
     "Settings",
+    "SignalReading",
     "Skill",
     "SkillFormatError",
     "SkillNotFoundError",
     "SkillQuarantinedError",
     "SkillRejectedError",
+    "SkillSnapshot",
     "StoreError",
     "ToolCall",
+    "TrainingBackend",
     "Trajectory",
+    "Vector",
+    "VetContext",
     "__version__",
     "hookimpl",
 ]
