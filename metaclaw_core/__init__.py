@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from metaclaw_core.lazy import lazy_exports
 
 if TYPE_CHECKING:
+    from metaclaw_core.call import ModelCall
     from metaclaw_core.config import Settings
     from metaclaw_core.engine import MetaClaw
     from metaclaw_core.errors import (
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
     )
     from metaclaw_core.evolve.report import Candidate, EvolutionReport
     from metaclaw_core.hookspecs import hookimpl
+    from metaclaw_core.messages import message_key, normalise_role, tool_arguments, tool_call
     from metaclaw_core.models import (
         CallContext,
         Generation,
@@ -55,6 +57,7 @@ __version__ = "0.1.0"
 # public name -> the module that defines it
 _HOMES = {
     "Settings": "metaclaw_core.config",
+    "ModelCall": "metaclaw_core.call",
     "MetaClaw": "metaclaw_core.engine",
     "ConfigError": "metaclaw_core.errors",
     "EmbedderError": "metaclaw_core.errors",
@@ -63,6 +66,11 @@ _HOMES = {
     "SkillNotFoundError": "metaclaw_core.errors",
     "StoreError": "metaclaw_core.errors",
     "hookimpl": "metaclaw_core.hookspecs",
+    # what the adapters share: role and tool-call normalisation
+    "message_key": "metaclaw_core.messages",
+    "normalise_role": "metaclaw_core.messages",
+    "tool_arguments": "metaclaw_core.messages",
+    "tool_call": "metaclaw_core.messages",
     "CallContext": "metaclaw_core.models",
     "Generation": "metaclaw_core.models",
     "Injection": "metaclaw_core.models",
@@ -109,6 +117,7 @@ __all__ = [
     "Message",
     "MetaClaw",
     "MetaClawError",
+    "ModelCall",
     "ModelOutput",
     "Review",
     "Reward",
@@ -129,6 +138,10 @@ __all__ = [
     "VetContext",
     "__version__",
     "hookimpl",
+    "message_key",
+    "normalise_role",
+    "tool_arguments",
+    "tool_call",
 ]
 
 

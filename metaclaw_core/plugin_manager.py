@@ -40,6 +40,8 @@ BUILTIN_MODULES = (
     "metaclaw_core.plugins.vet_reviewer",
     "metaclaw_core.plugins.judge",
     "metaclaw_core.plugins.checks",
+    # the fast loop itself: one FastLoop per engine, registered when the engine starts
+    "metaclaw_core.plugins.fastloop",
 )
 
 

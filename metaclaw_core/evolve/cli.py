@@ -68,9 +68,9 @@ def evolve(
         if review not in (None, "auto", "manual"):
             _fail(f"--review must be auto or manual, not {review!r}")
         with _engine(embedder=True) as engine:
-            from metaclaw_core.evolve.evolver import SkillEvolver
+            from metaclaw_core.evolve.loop import evolver_of
 
-            evolver = SkillEvolver(engine)
+            evolver = evolver_of(engine)
             if mode == "feedback":
                 report = evolver.from_corrections(dry_run=dry_run, trigger="cli", review=review)
             else:

@@ -13,12 +13,12 @@ from __future__ import annotations
 import logging
 import re
 import threading
-import weakref
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from pydantic import ValidationError
 
+from metaclaw_core.engine import FASTLOOP_PLUGIN
 from metaclaw_core.errors import StoreError
 from metaclaw_core.evolve.provenance import instructions_in_data
 from metaclaw_core.evolve.record import EvolutionLog
@@ -153,8 +153,6 @@ _STOPWORDS = frozenset(
     ]
 )
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
-_LOCKS: weakref.WeakKeyDictionary[Any, threading.Lock] = weakref.WeakKeyDictionary()
-_LOCKS_GUARD = threading.Lock()
 
 
 _STRUCTURE = re.compile(r"^\s*-{3,}\s*$|^\s*[\w-]+\s*:\s", re.M)
@@ -219,10 +217,23 @@ def merge_bodies(existing: str, new: str, max_chars: int) -> str | None:
     return merged if len(merged) <= max_chars else None
 
 
+def _evolution_lock(engine: MetaClaw) -> threading.Lock:
+    lock: threading.Lock | None = getattr(
+        engine.pm.get_plugin(FASTLOOP_PLUGIN), "evolution_lock", None
+    )
+    return lock or threading.Lock()
+
+
 class SkillEvolver:
     """Turns the support set into vetted skills for one engine (off the hot path)."""
 
-    def __init__(self, engine: MetaClaw, client: LLMClient | None = None) -> None:
+    def __init__(
+        self,
+        engine: MetaClaw,
+        client: LLMClient | None = None,
+        *,
+        lock: threading.Lock | None = None,
+    ) -> None:
         self.engine = engine
         self.settings = engine.settings
         self.client = client or LLMClient("evolver", self.settings.evolver)
@@ -230,9 +241,9 @@ class SkillEvolver:
         self.log = EvolutionLog(engine.store)
         self._last_failures: list[Failure] = []
         # One evolution at a time per engine (whichever evolver object runs it): two would
-        # propose against the same library and consume the same failures.
-        with _LOCKS_GUARD:
-            self._lock = _LOCKS.setdefault(engine, threading.Lock())
+        # propose against the same library and consume the same failures. The lock is the
+        # engine's fast loop's (use ``evolve.loop.evolver_of(engine)`` for the one evolver).
+        self._lock = lock or _evolution_lock(engine)
 
     # -- selection -----------------------------------------------------------------------
     def select_failures(self, *, prefer: list[str] | None = None) -> list[Failure]:
