@@ -9,7 +9,6 @@ their generation.
 
 from __future__ import annotations
 
-import logging
 import threading
 import time
 from collections import OrderedDict
@@ -21,20 +20,10 @@ from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import BaseMessage, ToolMessage
 from langchain_core.outputs import LLMResult
 
-from metaclaw_core import CallContext, Injection, Message, MetaClaw, ModelOutput
-from metaclaw_langchain._messages import message_key, to_message, to_output
-
-log = logging.getLogger("metaclaw.langchain")
+from metaclaw_core import CallContext, Injection, Message, MetaClaw, ModelOutput, message_key
+from metaclaw_langchain._messages import to_message, to_output
 
 FRAMEWORK = "langchain"
-
-
-def record_fault(engine: Any, where: str, exc: BaseException) -> None:
-    """Fail open: count and log (rate-limited by the engine) and let the host call go on."""
-    try:
-        engine.faults.record(where, exc)
-    except Exception:
-        log.warning("metaclaw: %s failed, the call goes on without it: %r", where, exc)
 
 
 @dataclass
@@ -182,7 +171,7 @@ class MetaClawCallbackHandler(BaseCallbackHandler):
             for m in messages[0] if messages else []:
                 run.add(to_message(m))
         except Exception as exc:
-            record_fault(self.engine, "langchain callback (model start)", exc)
+            self.engine.record_fault("langchain callback (model start)", exc)
 
     def on_llm_start(
         self,
@@ -201,7 +190,7 @@ class MetaClawCallbackHandler(BaseCallbackHandler):
                 for p in prompts[:1]:
                     run.add(Message(role="user", content=p))
         except Exception as exc:
-            record_fault(self.engine, "langchain callback (model start)", exc)
+            self.engine.record_fault("langchain callback (model start)", exc)
 
     def on_llm_end(
         self, response: LLMResult, *, run_id: UUID, parent_run_id: UUID | None = None, **kwargs: Any
@@ -220,7 +209,7 @@ class MetaClawCallbackHandler(BaseCallbackHandler):
                 )
                 run.seen.add(message_key(run.transcript[-1]))
         except Exception as exc:
-            record_fault(self.engine, "langchain callback (model end)", exc)
+            self.engine.record_fault("langchain callback (model end)", exc)
         self._finish(run_id, None)
 
     def on_llm_error(
@@ -250,7 +239,7 @@ class MetaClawCallbackHandler(BaseCallbackHandler):
         try:
             self._start(run_id, parent_run_id, metadata)
         except Exception as exc:
-            record_fault(self.engine, "langchain callback (tool start)", exc)
+            self.engine.record_fault("langchain callback (tool start)", exc)
 
     def on_tool_end(
         self, output: Any, *, run_id: UUID, parent_run_id: UUID | None = None, **kwargs: Any
@@ -264,7 +253,7 @@ class MetaClawCallbackHandler(BaseCallbackHandler):
                 else:
                     run.add(Message(role="tool", content=str(output), name=kwargs.get("name")))
         except Exception as exc:
-            record_fault(self.engine, "langchain callback (tool end)", exc)
+            self.engine.record_fault("langchain callback (tool end)", exc)
         self._finish(run_id, None)
 
     def on_tool_error(
@@ -291,7 +280,7 @@ class MetaClawCallbackHandler(BaseCallbackHandler):
         try:
             self._start(run_id, parent_run_id, metadata)
         except Exception as exc:
-            record_fault(self.engine, "langchain callback (chain start)", exc)
+            self.engine.record_fault("langchain callback (chain start)", exc)
 
     def on_chain_end(
         self, outputs: Any, *, run_id: UUID, parent_run_id: UUID | None = None, **kwargs: Any
@@ -321,7 +310,7 @@ class MetaClawCallbackHandler(BaseCallbackHandler):
         try:
             self._start(run_id, parent_run_id, metadata)
         except Exception as exc:
-            record_fault(self.engine, "langchain callback (retriever start)", exc)
+            self.engine.record_fault("langchain callback (retriever start)", exc)
 
     def on_retriever_end(
         self, documents: Any, *, run_id: UUID, parent_run_id: UUID | None = None, **kwargs: Any
@@ -342,4 +331,4 @@ class MetaClawCallbackHandler(BaseCallbackHandler):
         try:
             self._end(run_id, error)
         except Exception as exc:
-            record_fault(self.engine, "langchain callback (capture)", exc)
+            self.engine.record_fault("langchain callback (capture)", exc)

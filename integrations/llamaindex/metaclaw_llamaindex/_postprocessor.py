@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 # LlamaIndex's documented import path (a re-export mypy cannot see as such)
@@ -14,20 +13,11 @@ from pydantic import PrivateAttr
 
 from metaclaw_core import CallContext, Injection, MetaClaw
 
-log = logging.getLogger("metaclaw.llamaindex")
 dispatcher = get_dispatcher(__name__)
 
 FRAMEWORK = "llamaindex"
 SKILLS_NODE_MARK = "metaclaw"  # metadata key on the injected node; its value is "skills"
 _HIDDEN_KEYS = [SKILLS_NODE_MARK, "skills", "generation"]
-
-
-def record_fault(engine: Any, where: str, exc: BaseException) -> None:
-    """Fail open: count and log (rate-limited by the engine) and let the query go on."""
-    try:
-        engine.faults.record(where, exc)
-    except Exception:
-        log.warning("metaclaw: %s failed, the query goes on without it: %r", where, exc)
 
 
 class SkillsInjectedEvent(BaseEvent):
@@ -94,7 +84,7 @@ class SkillsPostprocessor(BaseNodePostprocessor):
         try:
             return self._with_skills(nodes, self._engine.before_call(self._context(query_bundle)))
         except Exception as exc:
-            record_fault(self._engine, "llamaindex skills postprocessor", exc)
+            self._engine.record_fault("llamaindex skills postprocessor", exc)
             return nodes
 
     async def _apostprocess_nodes(
@@ -106,5 +96,5 @@ class SkillsPostprocessor(BaseNodePostprocessor):
             inj = await self._engine.abefore_call(self._context(query_bundle))
             return self._with_skills(nodes, inj)
         except Exception as exc:
-            record_fault(self._engine, "llamaindex skills postprocessor", exc)
+            self._engine.record_fault("llamaindex skills postprocessor", exc)
             return nodes
