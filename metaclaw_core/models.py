@@ -10,6 +10,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from metaclaw_core.scoring import mean_reward
+
 SKILL_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,63}$")
 SkillStatus = Literal["active", "pending", "rejected"]
 Role = Literal["system", "user", "assistant", "tool"]
@@ -221,7 +223,5 @@ class Trajectory(BaseModel):
 
     @property
     def reward(self) -> float | None:
-        """Mean of the rewards received so far (None if none)."""
-        if not self.rewards:
-            return None
-        return sum(r.value for r in self.rewards) / len(self.rewards)
+        """Mean of the rewards received so far (None if none; :mod:`metaclaw_core.scoring`)."""
+        return mean_reward(r.value for r in self.rewards)
