@@ -48,7 +48,7 @@ log = logging.getLogger("metaclaw")
 
 MAX_PENDING_CALLS = 10_000
 REDACTION_PLUGIN = "builtin:redact"  # its redaction runs inside capture.encode_call
-FASTLOOP_PLUGIN = "builtin:fastloop"  # registered by metaclaw_core.plugins.fastloop
+FASTLOOP_PLUGIN = "builtin:fastloop"  # registered by plugins/fastloop_factory.py
 FALLBACK_DIM = 384
 # The generation of a call made before the skill library was first read from the store (so
 # before anything could be injected) and captured before it was: the store's generation then

@@ -41,7 +41,7 @@ BUILTIN_MODULES = (
     "metaclaw_core.plugins.judge",
     "metaclaw_core.plugins.checks",
     # the fast loop itself: one FastLoop per engine, registered when the engine starts
-    "metaclaw_core.plugins.fastloop",
+    "metaclaw_core.plugins.fastloop_factory",
 )
 
 

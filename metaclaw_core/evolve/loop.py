@@ -1,7 +1,7 @@
 """``FastLoop``: the background half of the fast loop, fed by the capture writer.
 
-It is a plugin: :mod:`metaclaw_core.plugins.fastloop` builds one per engine when the engine
-starts (``metaclaw_engine_started``) and registers it as ``builtin:fastloop``; the engine
+It is a plugin: :mod:`metaclaw_core.plugins.fastloop_factory` builds one per engine when the
+engine starts (``metaclaw_engine_started``) and registers it as ``builtin:fastloop``; the engine
 reaches it only through hooks (committed captures: ``metaclaw_records_stored``; rewards,
 sessions, status, closing). The observers run on the capture writer's thread and do O(1)
 work: append to a bounded queue and return. Two daemon workers,

@@ -1,4 +1,4 @@
-"""Built-in fast loop: one :class:`~metaclaw_core.evolve.loop.FastLoop` per engine.
+"""Built-in fast loop factory: one :class:`~metaclaw_core.evolve.loop.FastLoop` per engine.
 
 When an engine starts, this builds its fast loop (scoring, evolution triggers, the one
 evolver) and registers it as ``builtin:fastloop``; from then on the engine reaches it only
