@@ -5,8 +5,8 @@ old library or the new one, never half of each; top-k is one matrix-vector produ
 
 Skills are held as tuples of strings, not as model objects: tuples of atoms are invisible to
 Python's cyclic garbage collector, while 100k pydantic objects made every full collection
-(triggered by the host's own allocations) scan them — measured as a 16 ms p50 regression of
-``before_call`` at 10k skills. Skill objects are built only for the few that are returned.
+(triggered by the host's own allocations) scan them, which slowed ``before_call`` measurably
+at 10k skills (docs/benchmarks.md). Skill objects are built only for the few that are returned.
 
 The product runs on the calling thread only. numpy's ``matrix @ vector`` hands large matrices
 to OpenBLAS's thread pool, whose spinning workers then compete with the next query embedding
