@@ -25,6 +25,7 @@ if TYPE_CHECKING:
         StoreError,
     )
     from metaclaw_core.evolve.report import Candidate, EvolutionReport
+    from metaclaw_core.faults import record_fault
     from metaclaw_core.hookspecs import hookimpl
     from metaclaw_core.messages import message_key, normalise_role, tool_arguments, tool_call
     from metaclaw_core.models import (
@@ -66,6 +67,7 @@ _HOMES = {
     "SkillNotFoundError": "metaclaw_core.errors",
     "StoreError": "metaclaw_core.errors",
     "hookimpl": "metaclaw_core.hookspecs",
+    "record_fault": "metaclaw_core.faults",
     # what the adapters share: role and tool-call normalisation
     "message_key": "metaclaw_core.messages",
     "normalise_role": "metaclaw_core.messages",
@@ -140,6 +142,7 @@ __all__ = [
     "hookimpl",
     "message_key",
     "normalise_role",
+    "record_fault",
     "tool_arguments",
     "tool_call",
 ]

@@ -21,6 +21,7 @@ from collections.abc import Callable
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
+from metaclaw_core.faults import record_fault
 from metaclaw_core.models import CallContext, Injection, ModelOutput
 
 if TYPE_CHECKING:
@@ -75,7 +76,7 @@ class ModelCall:
             try:
                 self.injection = self.engine.before_call(self.ctx)
             except Exception as exc:
-                self.engine.record_fault(f"{self.where} (inject)", exc)
+                record_fault(self.engine, f"{self.where} (inject)", exc)
         self.started = time.perf_counter()
         return self
 
@@ -93,7 +94,7 @@ class ModelCall:
             try:
                 self.injection = await self.engine.abefore_call(self.ctx)
             except Exception as exc:
-                self.engine.record_fault(f"{self.where} (inject)", exc)
+                record_fault(self.engine, f"{self.where} (inject)", exc)
         self.started = time.perf_counter()
         return self
 
@@ -126,4 +127,4 @@ class ModelCall:
             if self.trajectory_id is not None and self.on_capture is not None:
                 self.on_capture(self.trajectory_id, self.ctx)
         except Exception as exc:
-            self.engine.record_fault(f"{self.where} (capture)", exc)
+            record_fault(self.engine, f"{self.where} (capture)", exc)

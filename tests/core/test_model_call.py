@@ -12,9 +12,11 @@ from metaclaw_core import (
     CallContext,
     Message,
     MetaClaw,
+    ModelCall,
     ModelOutput,
     Skill,
     normalise_role,
+    record_fault,
     tool_arguments,
     tool_call,
 )
@@ -134,3 +136,17 @@ def test_tool_call_arguments_become_json_text() -> None:
     assert tool_arguments(None) == "{}"
     call = tool_call(7, None, {"n": 1})
     assert (call.id, call.name, call.arguments) == ("7", "", '{"n": 1}')
+
+
+def test_the_fault_recorder_never_raises_even_for_a_broken_engine(engine: MetaClaw) -> None:
+    class Broken:
+        def __getattr__(self, name: str) -> Any:
+            raise RuntimeError(f"broken engine: {name}")
+
+    record_fault(Broken(), "adapter", ValueError("x"))  # logged, not raised
+    before = engine.faults.counts["adapter"]
+    record_fault(engine, "adapter", ValueError("x"))
+    assert engine.faults.counts["adapter"] == before + 1
+    with ModelCall(Broken(), _ctx()) as call:  # type: ignore[arg-type]
+        call.result = "the host's answer"
+    assert call.result == "the host's answer" and call.trajectory_id is None

@@ -20,7 +20,15 @@ from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import BaseMessage, ToolMessage
 from langchain_core.outputs import LLMResult
 
-from metaclaw_core import CallContext, Injection, Message, MetaClaw, ModelOutput, message_key
+from metaclaw_core import (
+    CallContext,
+    Injection,
+    Message,
+    MetaClaw,
+    ModelOutput,
+    message_key,
+    record_fault,
+)
 from metaclaw_langchain._messages import to_message, to_output
 
 FRAMEWORK = "langchain"
@@ -171,7 +179,7 @@ class MetaClawCallbackHandler(BaseCallbackHandler):
             for m in messages[0] if messages else []:
                 run.add(to_message(m))
         except Exception as exc:
-            self.engine.record_fault("langchain callback (model start)", exc)
+            record_fault(self.engine, "langchain callback (model start)", exc)
 
     def on_llm_start(
         self,
@@ -190,7 +198,7 @@ class MetaClawCallbackHandler(BaseCallbackHandler):
                 for p in prompts[:1]:
                     run.add(Message(role="user", content=p))
         except Exception as exc:
-            self.engine.record_fault("langchain callback (model start)", exc)
+            record_fault(self.engine, "langchain callback (model start)", exc)
 
     def on_llm_end(
         self, response: LLMResult, *, run_id: UUID, parent_run_id: UUID | None = None, **kwargs: Any
@@ -209,7 +217,7 @@ class MetaClawCallbackHandler(BaseCallbackHandler):
                 )
                 run.seen.add(message_key(run.transcript[-1]))
         except Exception as exc:
-            self.engine.record_fault("langchain callback (model end)", exc)
+            record_fault(self.engine, "langchain callback (model end)", exc)
         self._finish(run_id, None)
 
     def on_llm_error(
@@ -239,7 +247,7 @@ class MetaClawCallbackHandler(BaseCallbackHandler):
         try:
             self._start(run_id, parent_run_id, metadata)
         except Exception as exc:
-            self.engine.record_fault("langchain callback (tool start)", exc)
+            record_fault(self.engine, "langchain callback (tool start)", exc)
 
     def on_tool_end(
         self, output: Any, *, run_id: UUID, parent_run_id: UUID | None = None, **kwargs: Any
@@ -253,7 +261,7 @@ class MetaClawCallbackHandler(BaseCallbackHandler):
                 else:
                     run.add(Message(role="tool", content=str(output), name=kwargs.get("name")))
         except Exception as exc:
-            self.engine.record_fault("langchain callback (tool end)", exc)
+            record_fault(self.engine, "langchain callback (tool end)", exc)
         self._finish(run_id, None)
 
     def on_tool_error(
@@ -280,7 +288,7 @@ class MetaClawCallbackHandler(BaseCallbackHandler):
         try:
             self._start(run_id, parent_run_id, metadata)
         except Exception as exc:
-            self.engine.record_fault("langchain callback (chain start)", exc)
+            record_fault(self.engine, "langchain callback (chain start)", exc)
 
     def on_chain_end(
         self, outputs: Any, *, run_id: UUID, parent_run_id: UUID | None = None, **kwargs: Any
@@ -310,7 +318,7 @@ class MetaClawCallbackHandler(BaseCallbackHandler):
         try:
             self._start(run_id, parent_run_id, metadata)
         except Exception as exc:
-            self.engine.record_fault("langchain callback (retriever start)", exc)
+            record_fault(self.engine, "langchain callback (retriever start)", exc)
 
     def on_retriever_end(
         self, documents: Any, *, run_id: UUID, parent_run_id: UUID | None = None, **kwargs: Any
@@ -331,4 +339,4 @@ class MetaClawCallbackHandler(BaseCallbackHandler):
         try:
             self._end(run_id, error)
         except Exception as exc:
-            self.engine.record_fault("langchain callback (capture)", exc)
+            record_fault(self.engine, "langchain callback (capture)", exc)

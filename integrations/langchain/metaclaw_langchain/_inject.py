@@ -12,7 +12,7 @@ from langchain_core.prompt_values import ChatPromptValue, PromptValue
 from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
 from langchain_core.runnables.config import ensure_config
 
-from metaclaw_core import CallContext, Injection, MetaClaw, ModelCall, ModelOutput
+from metaclaw_core import CallContext, Injection, MetaClaw, ModelCall, ModelOutput, record_fault
 from metaclaw_langchain._callbacks import FRAMEWORK, MetaClawCallbackHandler
 from metaclaw_langchain._messages import (
     last_ai_message,
@@ -130,7 +130,7 @@ class MetaClawMiddleware(AgentMiddleware[Any, Any, Any]):
             ctx = self._context(request, config)
             return self._inject(request, config, ctx, self.engine.before_call(ctx))
         except Exception as exc:
-            self.engine.record_fault("langchain middleware (inject)", exc)
+            record_fault(self.engine, "langchain middleware (inject)", exc)
             return None
 
     async def _abefore(self, request: ModelRequest[Any]) -> _Call | None:
@@ -139,12 +139,13 @@ class MetaClawMiddleware(AgentMiddleware[Any, Any, Any]):
             ctx = self._context(request, config)
             return self._inject(request, config, ctx, await self.engine.abefore_call(ctx))
         except Exception as exc:
-            self.engine.record_fault("langchain middleware (inject)", exc)
+            record_fault(self.engine, "langchain middleware (inject)", exc)
             return None
 
     def _capture(self, call: _Call) -> ModelCall:
         """The core's call wrapper, capture only (the injection is chosen and applied)."""
-        return self.engine.model_call(
+        return ModelCall(
+            self.engine,
             call.ctx if self.capture and not call.captured_by_handler else None,
             injection=call.injection,
             output_of=_output,
@@ -220,7 +221,7 @@ def skills_injector(engine: MetaClaw, *, session_id: str | None = None) -> Runna
             _handed_over(config, inj)
             return _rewrite(value, messages, inj)
         except Exception as exc:
-            engine.record_fault("langchain skills_injector", exc)
+            record_fault(engine, "langchain skills_injector", exc)
             return value
 
     async def ainject(value: Any, config: RunnableConfig) -> Any:
@@ -230,7 +231,7 @@ def skills_injector(engine: MetaClaw, *, session_id: str | None = None) -> Runna
             _handed_over(config, inj)
             return _rewrite(value, messages, inj)
         except Exception as exc:
-            engine.record_fault("langchain skills_injector", exc)
+            record_fault(engine, "langchain skills_injector", exc)
             return value
 
     return RunnableLambda(inject, afunc=ainject, name="metaclaw_skills")

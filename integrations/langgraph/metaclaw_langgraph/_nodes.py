@@ -14,7 +14,7 @@ from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from langgraph.runtime import Runtime
 from langgraph.types import Command
 
-from metaclaw_core import CallContext, Injection, MetaClaw, ModelCall, ModelOutput
+from metaclaw_core import CallContext, Injection, MetaClaw, ModelCall, ModelOutput, record_fault
 from metaclaw_langgraph._messages import last_ai_message, to_messages, to_output
 
 FRAMEWORK = "langgraph"
@@ -129,7 +129,7 @@ class MetaClawGraph:
             messages, ctx = self._skills_context(state, config)
             return self._update(messages, self.engine.before_call(ctx))
         except Exception as exc:
-            self.engine.record_fault("langgraph skills node", exc)
+            record_fault(self.engine, "langgraph skills node", exc)
             return {}
 
     async def askills_node(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
@@ -138,7 +138,7 @@ class MetaClawGraph:
             messages, ctx = self._skills_context(state, config)
             return self._update(messages, await self.engine.abefore_call(ctx))
         except Exception as exc:
-            self.engine.record_fault("langgraph skills node", exc)
+            record_fault(self.engine, "langgraph skills node", exc)
             return {}
 
     # -- capture of the model node -------------------------------------------------------
@@ -159,7 +159,7 @@ class MetaClawGraph:
             )
             return ctx, injection
         except Exception as exc:
-            self.engine.record_fault("langgraph (capture)", exc)
+            record_fault(self.engine, "langgraph (capture)", exc)
             return None
 
     def _call(self, state: Any, config: RunnableConfig) -> ModelCall:
@@ -174,8 +174,13 @@ class MetaClawGraph:
                 ctx.model = (output.response_metadata or {}).get("model_name")
             return to_output(output)
 
-        return self.engine.model_call(
-            ctx, inject=False, injection=injection, output_of=output_of, where="langgraph"
+        return ModelCall(
+            self.engine,
+            ctx,
+            inject=False,
+            injection=injection,
+            output_of=output_of,
+            where="langgraph",
         )
 
     def capture(self, node: Callable[..., Any] | Runnable[Any, Any]) -> Any:

@@ -40,6 +40,7 @@ from metaclaw_core import (
     ModelOutput,
     ToolCall,
     normalise_role,
+    record_fault,
     tool_call,
 )
 from metaclaw_llamaindex._postprocessor import FRAMEWORK, SkillsInjectedEvent
@@ -224,7 +225,7 @@ class _EventHandler(BaseEventHandler):
         try:
             self.capture.on_event(event)
         except Exception as exc:
-            self.capture.engine.record_fault("llamaindex capture", exc)
+            record_fault(self.capture.engine, "llamaindex capture", exc)
 
 
 class _SpanHandler(BaseSpanHandler[BaseSpan]):
@@ -257,7 +258,7 @@ class _SpanHandler(BaseSpanHandler[BaseSpan]):
         try:
             self.capture.span_closed(id_, err)
         except Exception as exc:
-            self.capture.engine.record_fault("llamaindex capture", exc)
+            record_fault(self.capture.engine, "llamaindex capture", exc)
 
     def new_span(self, *args: Any, **kwargs: Any) -> None:
         return None

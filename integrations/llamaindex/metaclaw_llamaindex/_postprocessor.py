@@ -11,7 +11,7 @@ from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 from pydantic import PrivateAttr
 
-from metaclaw_core import CallContext, Injection, MetaClaw
+from metaclaw_core import CallContext, Injection, MetaClaw, record_fault
 
 dispatcher = get_dispatcher(__name__)
 
@@ -84,7 +84,7 @@ class SkillsPostprocessor(BaseNodePostprocessor):
         try:
             return self._with_skills(nodes, self._engine.before_call(self._context(query_bundle)))
         except Exception as exc:
-            self._engine.record_fault("llamaindex skills postprocessor", exc)
+            record_fault(self._engine, "llamaindex skills postprocessor", exc)
             return nodes
 
     async def _apostprocess_nodes(
@@ -96,5 +96,5 @@ class SkillsPostprocessor(BaseNodePostprocessor):
             inj = await self._engine.abefore_call(self._context(query_bundle))
             return self._with_skills(nodes, inj)
         except Exception as exc:
-            self._engine.record_fault("llamaindex skills postprocessor", exc)
+            record_fault(self._engine, "llamaindex skills postprocessor", exc)
             return nodes
