@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from metaclaw_core.lazy import lazy_exports
 
 if TYPE_CHECKING:
+    from metaclaw_core.call import ModelCall
     from metaclaw_core.config import Settings
     from metaclaw_core.engine import MetaClaw
     from metaclaw_core.errors import (
@@ -23,7 +24,10 @@ if TYPE_CHECKING:
         SkillNotFoundError,
         StoreError,
     )
+    from metaclaw_core.evolve.report import Candidate, EvolutionReport
+    from metaclaw_core.faults import record_fault
     from metaclaw_core.hookspecs import hookimpl
+    from metaclaw_core.messages import message_key, normalise_role, tool_arguments, tool_call
     from metaclaw_core.models import (
         CallContext,
         Generation,
@@ -36,6 +40,8 @@ if TYPE_CHECKING:
         ToolCall,
         Trajectory,
     )
+    from metaclaw_core.schedule.signals import IdleSignal, LastCallSource, SignalReading
+    from metaclaw_core.skills.index import SkillSnapshot
     from metaclaw_core.skills.library import (
         GenerationConflictError,
         ImportReport,
@@ -43,12 +49,16 @@ if TYPE_CHECKING:
         SkillRejectedError,
     )
     from metaclaw_core.skills.verdict import Finding, Review
+    from metaclaw_core.skills.vetting import VetContext
+    from metaclaw_core.train.backend import TrainingBackend
+    from metaclaw_core.vectors import Embedder, Vector
 
 __version__ = "0.1.0"
 
 # public name -> the module that defines it
 _HOMES = {
     "Settings": "metaclaw_core.config",
+    "ModelCall": "metaclaw_core.call",
     "MetaClaw": "metaclaw_core.engine",
     "ConfigError": "metaclaw_core.errors",
     "EmbedderError": "metaclaw_core.errors",
@@ -57,6 +67,12 @@ _HOMES = {
     "SkillNotFoundError": "metaclaw_core.errors",
     "StoreError": "metaclaw_core.errors",
     "hookimpl": "metaclaw_core.hookspecs",
+    "record_fault": "metaclaw_core.faults",
+    # what the adapters share: role and tool-call normalisation
+    "message_key": "metaclaw_core.messages",
+    "normalise_role": "metaclaw_core.messages",
+    "tool_arguments": "metaclaw_core.messages",
+    "tool_call": "metaclaw_core.messages",
     "CallContext": "metaclaw_core.models",
     "Generation": "metaclaw_core.models",
     "Injection": "metaclaw_core.models",
@@ -73,35 +89,62 @@ _HOMES = {
     "ImportReport": "metaclaw_core.skills.library",
     "Finding": "metaclaw_core.skills.verdict",
     "Review": "metaclaw_core.skills.verdict",
+    # the types the hooks carry (metaclaw_core.hookspecs), for plugin authors
+    "Candidate": "metaclaw_core.evolve.report",
+    "EvolutionReport": "metaclaw_core.evolve.report",
+    "IdleSignal": "metaclaw_core.schedule.signals",
+    "LastCallSource": "metaclaw_core.schedule.signals",
+    "SignalReading": "metaclaw_core.schedule.signals",
+    "SkillSnapshot": "metaclaw_core.skills.index",
+    "VetContext": "metaclaw_core.skills.vetting",
+    "TrainingBackend": "metaclaw_core.train.backend",
+    "Embedder": "metaclaw_core.vectors",
+    "Vector": "metaclaw_core.vectors",
 }
 
 __all__ = [
     "CallContext",
+    "Candidate",
     "ConfigError",
+    "Embedder",
     "EmbedderError",
+    "EvolutionReport",
     "Finding",
     "Generation",
     "GenerationConflictError",
+    "IdleSignal",
     "ImportReport",
     "Injection",
+    "LastCallSource",
     "Message",
     "MetaClaw",
     "MetaClawError",
+    "ModelCall",
     "ModelOutput",
     "Review",
     "Reward",
     "ScoredSkill",
     "Settings",
+    "SignalReading",
     "Skill",
     "SkillFormatError",
     "SkillNotFoundError",
     "SkillQuarantinedError",
     "SkillRejectedError",
+    "SkillSnapshot",
     "StoreError",
     "ToolCall",
+    "TrainingBackend",
     "Trajectory",
+    "Vector",
+    "VetContext",
     "__version__",
     "hookimpl",
+    "message_key",
+    "normalise_role",
+    "record_fault",
+    "tool_arguments",
+    "tool_call",
 ]
 
 

@@ -3,10 +3,9 @@
 ``after_call`` runs inside the host's agent right after the model answered, on caches that
 went cold while it waited, so what counts is how many objects the call touches. This builds
 plain dicts, redacts as it copies, and serialises the journal line in one orjson call: no
-pydantic object on the hot path (9 µs warm for a 4-message call, against ≈21 µs for the same
-with the standard json encoder and more with pydantic's dumps; docs/benchmarks.md, "The lean
-capture"). The :class:`Trajectory` is built later, off the hot path, from the line
-(:attr:`EncodedTrajectory.trajectory`).
+pydantic object on the hot path (docs/benchmarks.md, "The lean capture", compares it with the
+standard json encoder and pydantic's dumps). The :class:`Trajectory` is built later, off the
+hot path, from the line (:attr:`EncodedTrajectory.trajectory`).
 
 When the host registers its own ``metaclaw_prepare_trajectory``, the engine builds that
 Trajectory on the hot path after all (already redacted), calls the plugins, and re-encodes
@@ -23,7 +22,7 @@ import orjson
 from metaclaw_core.config import CaptureSettings
 from metaclaw_core.embeddings import Vector
 from metaclaw_core.models import Message, ModelOutput, ToolCall
-from metaclaw_core.plugins.redact import redact_text
+from metaclaw_core.redaction import redact_text
 from metaclaw_core.store.records import EncodedTrajectory, encode_parts
 
 TRUNCATION_MARK = "…[truncated {n} chars]"

@@ -398,9 +398,9 @@ def feedback(
             out.print(f"recorded {reward:+.2f} for {trajectory_id}")
             if correction is not None and not no_evolve:
                 from metaclaw_core.evolve.cli import _print_report
-                from metaclaw_core.evolve.evolver import SkillEvolver
+                from metaclaw_core.evolve.loop import evolver_of
 
-                report = SkillEvolver(engine).from_corrections(
+                report = evolver_of(engine).from_corrections(
                     trajectory_ids=[trajectory_id], trigger="cli feedback"
                 )
                 _print_report(report)

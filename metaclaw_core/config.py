@@ -102,7 +102,7 @@ class EmbeddingSettings(BaseModel):
         description="After the model loads, collect garbage once and move every surviving "
         "object into the collector's permanent generation (gc.freeze): torch and transformers "
         "leave ~600k long-lived objects that every full collection would otherwise scan "
-        "(a ~340 ms pause of the host here).",
+        "(a pause of the host; docs/benchmarks.md).",
     )
 
 

@@ -1,4 +1,4 @@
-"""Sentence embeddings: the ``Embedder`` protocol and its two built-in backends.
+"""Sentence embeddings: the two built-in backends of the ``Embedder`` protocol.
 
 * :class:`NumpyEmbedder` runs a BERT mean-pooling model (the packaged all-MiniLM-L6-v2) in
   numpy over its safetensors weights (:mod:`metaclaw_core.bert_numpy`): no torch, the default.
@@ -24,7 +24,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -32,35 +32,12 @@ import numpy.typing as npt
 from metaclaw_core.config import HUB_MINILM, EmbeddingSettings
 from metaclaw_core.errors import EmbedderError
 
+# The protocol and the vector type are contracts (the hooks carry them): defined in
+# metaclaw_core.vectors, re-exported here.
+from metaclaw_core.vectors import Embedder as Embedder
+from metaclaw_core.vectors import Vector as Vector
+
 log = logging.getLogger("metaclaw.embeddings")
-
-Vector = npt.NDArray[np.float32]
-
-
-@runtime_checkable
-class Embedder(Protocol):
-    """Turns text into unit-length float32 vectors."""
-
-    @property
-    def ready(self) -> bool:
-        """True once embedding will not wait for a model load."""
-        ...
-
-    def wait_ready(self, timeout: float | None = None) -> bool:
-        """Block until loaded (or failed); return ``ready``."""
-        ...
-
-    def dimension(self) -> int:
-        """Vector length (may load the model)."""
-        ...
-
-    def embed_query(self, text: str) -> Vector:
-        """One normalised vector for a query (cached)."""
-        ...
-
-    def embed_documents(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
-        """A (len(texts), dim) matrix of normalised vectors."""
-        ...
 
 
 def packaged_minilm() -> Path | None:

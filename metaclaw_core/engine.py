@@ -19,12 +19,11 @@ from metaclaw_core.errors import MetaClawError
 from metaclaw_core.faults import FaultLog
 
 if TYPE_CHECKING:
+    from metaclaw_core.call import ModelCall
     from metaclaw_core.capture import encode_call
     from metaclaw_core.config import Settings
     from metaclaw_core.embeddings import Embedder, LoadedEmbedder, Vector
-    from metaclaw_core.evolve.holdout import Holdout
-    from metaclaw_core.evolve.loop import FastLoop
-    from metaclaw_core.evolve.vetting import VetContext
+    from metaclaw_core.holdout import Holdout
     from metaclaw_core.models import (
         CallContext,
         Generation,
@@ -36,12 +35,13 @@ if TYPE_CHECKING:
         new_id,
         utcnow,
     )
-    from metaclaw_core.plugins import make_plugin_manager
-    from metaclaw_core.plugins.render import choose_within_budget
+    from metaclaw_core.plugin_manager import make_plugin_manager
+    from metaclaw_core.skills.block import choose_within_budget
     from metaclaw_core.skills.index import SkillSnapshot
     from metaclaw_core.skills.library import ImportReport, SkillLibrary
     from metaclaw_core.skills.snapshot_cache import cache_path, load_snapshot, save_snapshot
     from metaclaw_core.skills.verdict import Finding, as_findings
+    from metaclaw_core.skills.vetting import VetContext
     from metaclaw_core.store.db import Store
     from metaclaw_core.store.journal import CaptureJournal
     from metaclaw_core.store.records import EncodedTrajectory, encode_trajectory
@@ -53,7 +53,7 @@ def _load_runtime() -> None:
     """Import what an engine runs on, once, when the first engine is made.
 
     ``from metaclaw_core import MetaClaw`` then costs only this module: the settings
-    (pydantic-settings), numpy, the store, the fast loop and the plugins load with the first
+    (pydantic-settings), numpy, the store and the plugins load with the first
     ``MetaClaw(...)``. The names are bound as this module's globals, so the hot path looks
     them up as it would top-level imports.
     """
@@ -61,13 +61,12 @@ def _load_runtime() -> None:
         return
     from metaclaw_core import capture, embeddings, models
     from metaclaw_core.config import Settings
-    from metaclaw_core.evolve.holdout import Holdout
-    from metaclaw_core.evolve.loop import FastLoop
-    from metaclaw_core.evolve.vetting import VetContext
-    from metaclaw_core.plugins import make_plugin_manager
-    from metaclaw_core.plugins.render import choose_within_budget
+    from metaclaw_core.holdout import Holdout
+    from metaclaw_core.plugin_manager import make_plugin_manager
     from metaclaw_core.skills import library, snapshot_cache, verdict
+    from metaclaw_core.skills.block import choose_within_budget
     from metaclaw_core.skills.index import SkillSnapshot
+    from metaclaw_core.skills.vetting import VetContext
     from metaclaw_core.store import records
     from metaclaw_core.store.db import Store
     from metaclaw_core.store.journal import CaptureJournal
@@ -79,7 +78,6 @@ def _load_runtime() -> None:
         "Settings": Settings,
         "Embedder": embeddings.Embedder,
         "LoadedEmbedder": embeddings.LoadedEmbedder,
-        "FastLoop": FastLoop,
         "Holdout": Holdout,
         "VetContext": VetContext,
         "make_plugin_manager": make_plugin_manager,
@@ -125,6 +123,7 @@ async def _to_thread(fn: Callable[..., _T], *args: Any) -> _T:
 
 MAX_PENDING_CALLS = 10_000
 REDACTION_PLUGIN = "builtin:redact"  # its redaction runs inside capture.encode_call
+FASTLOOP_PLUGIN = "builtin:fastloop"  # registered by plugins/fastloop_factory.py
 FALLBACK_DIM = 384
 # The generation of a call made before the skill library was first read from the store (so
 # before anything could be injected) and captured before it was: the store's generation then
@@ -187,11 +186,12 @@ class MetaClaw:
         self._closed = threading.Event()
         self.last_call_at: float | None = None
         self.writer: CaptureWriter | None = None
-        # The fast loop's background half (scoring, evolution triggers): a plugin fed by the
-        # observer hooks, registered before the writer can replay anything.
-        self.fastloop = FastLoop(self)
-        self.pm.register(self.fastloop, name="builtin:fastloop")
-        self.fastloop.start_store_tail()
+        # Plugins with per-engine state (the built-in fast loop) start here, before the
+        # writer can replay anything to them.
+        try:
+            self.hook.metaclaw_engine_started(engine=self)
+        except Exception as exc:
+            self.faults.record("engine-started plugin", exc)
         self.holdout = Holdout(self, background=capture)
         self.pm.register(self.holdout, name="builtin:holdout")
         if capture:
@@ -217,6 +217,12 @@ class MetaClaw:
             target=self._refresh_loop, name="metaclaw-skill-refresh", daemon=True
         )
         self._refresher.start()
+
+    @property
+    def fastloop(self) -> Any:
+        """The built-in fast loop plugin of this engine (``builtin:fastloop``; None if it was
+        unregistered). :func:`metaclaw_core.evolve.loop.fastloop_of` is the typed way."""
+        return self.pm.get_plugin(FASTLOOP_PLUGIN)
 
     # -- readiness -----------------------------------------------------------------------
     def wait_ready(self, timeout: float = 120.0) -> bool:
@@ -456,6 +462,22 @@ class MetaClaw:
         self.writer.submit_reward(r)
         return r
 
+    # -- a host's model call, wrapped ----------------------------------------------------
+    def model_call(self, ctx: CallContext | None, **options: Any) -> ModelCall:
+        """inject → the host's call → capture, as one sync or async context manager that
+        fails open (:class:`metaclaw_core.call.ModelCall`, whose arguments ``options`` are)."""
+        from metaclaw_core.call import ModelCall
+
+        return ModelCall(self, ctx, **options)
+
+    def record_fault(self, where: str, exc: BaseException) -> None:
+        """Count and log (rate-limited) an internal failure of an adapter, and let the
+        host's call go on: what ``metaclaw status`` reports under ``faults``."""
+        try:
+            self.faults.record(where, exc)
+        except Exception:  # the recorder itself must not fail the host either
+            log.warning("metaclaw: %s failed, the call goes on without it: %r", where, exc)
+
     # -- async twins ---------------------------------------------------------------------
     async def abefore_call(self, ctx: CallContext) -> Injection:
         """Like :meth:`before_call`; a query not in the cache is embedded on a worker thread
@@ -653,11 +675,11 @@ class MetaClaw:
 
     # -- observers -----------------------------------------------------------------------
     def _on_stored(self, records: list[EncodedTrajectory]) -> None:
-        """Captures just committed (writer thread). The built-in fast loop takes the records
-        as they are; the observer hook gets Trajectory objects, built only when some plugin
-        implements it."""
+        """Captures just committed (writer thread). ``metaclaw_records_stored`` takes the
+        records as they are (the built-in fast loop); the observer hook gets Trajectory
+        objects, built only when some plugin implements it."""
         try:
-            self.fastloop.take_stored(records)
+            self.hook.metaclaw_records_stored(records=records)
         except Exception as exc:
             self.faults.record("fast loop", exc)
         if self.hook.metaclaw_trajectories_stored.get_hookimpls():
@@ -684,7 +706,10 @@ class MetaClaw:
         self._closed.set()
         if self.writer is not None:
             self.writer.close(timeout)
-        self.fastloop.close(timeout=min(timeout, 10.0))
+        try:
+            self.hook.metaclaw_engine_closing(engine=self, timeout=min(timeout, 10.0))
+        except Exception as exc:
+            self.faults.record("engine-closing plugin", exc)
         self.holdout.close()
         self._refresher.join(timeout=5)
 
@@ -733,10 +758,14 @@ class MetaClaw:
                 **(dict(writer.stats) if writer else {}),
             },
             "faults": dict(self.faults.counts),
-            "fastloop": self.fastloop.status(),
             "holdout": self.holdout.status(),
             "last_error": self.faults.last_error,
         }
+        try:
+            for section in self.hook.metaclaw_engine_status(engine=self):
+                out.update(section or {})
+        except Exception as exc:
+            self.faults.record("status plugin", exc)
         try:
             out["trajectories"] = self.trajectories.count()
         except Exception as exc:

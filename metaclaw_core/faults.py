@@ -6,6 +6,7 @@ import logging
 import threading
 import time
 from collections import Counter
+from typing import Any
 
 
 class FaultLog:
@@ -44,3 +45,16 @@ class FaultLog:
     def total(self) -> int:
         with self._lock:
             return sum(self.counts.values())
+
+
+_log = logging.getLogger("metaclaw")
+
+
+def record_fault(engine: Any, where: str, exc: BaseException) -> None:
+    """Fail open, for adapters: count and log the internal failure ``exc`` on ``engine``
+    (rate-limited, reported by ``metaclaw status``) and let the host's call go on. Never
+    raises, even when ``engine`` itself is what failed."""
+    try:
+        engine.record_fault(where, exc)
+    except Exception:
+        _log.warning("metaclaw: %s failed, the call goes on without it: %r", where, exc)

@@ -10,15 +10,13 @@ that an exception there is logged and the call proceeds without MetaClaw (fail o
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pluggy
 
 if TYPE_CHECKING:
     from metaclaw_core.config import Settings
-    from metaclaw_core.embeddings import Embedder, Vector
-    from metaclaw_core.evolve.evolver import EvolutionReport
-    from metaclaw_core.evolve.vetting import VetContext
+    from metaclaw_core.evolve.report import EvolutionReport
     from metaclaw_core.models import (
         CallContext,
         Generation,
@@ -30,7 +28,9 @@ if TYPE_CHECKING:
     from metaclaw_core.schedule.signals import IdleSignal, LastCallSource
     from metaclaw_core.skills.index import SkillSnapshot
     from metaclaw_core.skills.verdict import Finding
+    from metaclaw_core.skills.vetting import VetContext
     from metaclaw_core.train.backend import TrainingBackend
+    from metaclaw_core.vectors import Embedder, Vector
 
 PROJECT = "metaclaw"
 hookspec = pluggy.HookspecMarker(PROJECT)
@@ -92,11 +92,45 @@ def metaclaw_prepare_trajectory(trajectory: Trajectory, settings: Settings) -> b
 
 
 @hookspec
+def metaclaw_engine_started(engine: Any) -> None:
+    """The engine (``engine``: the :class:`~metaclaw_core.MetaClaw`) is built: its settings,
+    store, library and plugin manager exist, and its capture writer has not started (nothing
+    is replayed yet). A plugin with per-engine state builds it here and registers it on
+    ``engine.pm`` (the built-in fast loop does). Every implementation is called; one that
+    raises is logged and the engine starts without it.
+    """
+
+
+@hookspec
+def metaclaw_engine_closing(engine: Any, timeout: float) -> None:
+    """The engine is closing, after its capture writer drained: stop background work within
+    ``timeout`` seconds. Every implementation is called; exceptions are logged and swallowed.
+    """
+
+
+@hookspec
+def metaclaw_engine_status(engine: Any) -> dict[str, Any] | None:
+    """Contribute sections to ``engine.status()`` (``metaclaw status``): return
+    ``{section: value}``, or None. Every implementation is called; the dicts are joined."""
+
+
+@hookspec
+def metaclaw_records_stored(records: list[Any]) -> None:
+    """Observe the captures this process's writer just committed, as the writer holds them
+    (:class:`metaclaw_core.store.records.EncodedTrajectory`: ``id``, ``error``, the lazily
+    built ``trajectory``). Background writer thread; keep the work here O(1). The built-in
+    fast loop is fed this way; a plugin that wants :class:`Trajectory` objects implements
+    ``metaclaw_trajectories_stored`` instead.
+    """
+
+
+@hookspec
 def metaclaw_trajectories_stored(trajectories: list[Trajectory]) -> None:
     """Observe trajectories just committed to the store (background writer thread).
 
     The writer builds these objects from the journal lines only when some plugin implements
-    this hook (the built-in fast loop is fed the records directly); keep the work here O(1).
+    this hook (``metaclaw_records_stored`` gets the records without building them); keep the
+    work here O(1).
     """
 
 

@@ -17,10 +17,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from metaclaw_core.config import LLMEndpointSettings, Settings
+from metaclaw_core.config import LLMEndpointSettings
 from metaclaw_core.errors import MetaClawError
 
-if TYPE_CHECKING:  # the SDK is imported where it is first used (≈0.5 s of import)
+if TYPE_CHECKING:  # the SDK is imported where it is first used (a slow import)
     import openai
 
 log = logging.getLogger("metaclaw.llm")
@@ -298,9 +298,3 @@ def extract_json(text: str) -> Any:
             except ValueError:
                 continue
     raise ValueError("no JSON object found in the reply")
-
-
-def make_llm(settings: Settings, role: Role) -> LLMClient:
-    """The client of ``role`` (``evolver`` or ``judge``) built from ``settings``."""
-    endpoint: LLMEndpointSettings = getattr(settings, role)
-    return LLMClient(role, endpoint)

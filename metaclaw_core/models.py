@@ -10,6 +10,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from metaclaw_core.scoring import mean_reward
+
 SKILL_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,63}$")
 SkillStatus = Literal["active", "pending", "rejected"]
 Role = Literal["system", "user", "assistant", "tool"]
@@ -155,6 +157,21 @@ class ScoredSkill(BaseModel):
     score: float
 
 
+# The markers of the block ``before_call`` appends to the system prompt (rendered by the
+# ``metaclaw_render_injection`` hook): a later turn, the query extractor and the proxies find
+# and strip an earlier turn's block by them.
+BLOCK_START = "<metaclaw-skills>"
+BLOCK_END = "</metaclaw-skills>"
+_BLOCK = re.compile(re.escape(BLOCK_START) + r".*?" + re.escape(BLOCK_END) + r"\s*", re.DOTALL)
+
+
+def strip_injection(text: str) -> str:
+    """Remove any block an earlier turn injected (so it neither repeats nor skews retrieval)."""
+    if BLOCK_START not in text:
+        return text
+    return _BLOCK.sub("", text)
+
+
 class Injection(BaseModel):
     """What before_call decided to add to the prompt."""
 
@@ -180,8 +197,6 @@ class Injection(BaseModel):
 
     def apply_to_system(self, system: str | None) -> str:
         """Return ``system`` with this block at its end (replacing an earlier block)."""
-        from metaclaw_core.plugins.render import strip_injection
-
         base = strip_injection(system or "").rstrip()
         if not self.text:
             return base
@@ -213,7 +228,5 @@ class Trajectory(BaseModel):
 
     @property
     def reward(self) -> float | None:
-        """Mean of the rewards received so far (None if none)."""
-        if not self.rewards:
-            return None
-        return sum(r.value for r in self.rewards) / len(self.rewards)
+        """Mean of the rewards received so far (None if none; :mod:`metaclaw_core.scoring`)."""
+        return mean_reward(r.value for r in self.rewards)

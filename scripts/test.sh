@@ -19,4 +19,7 @@ export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
 .venv/bin/mypy metaclaw_core
+# the integration packages too (each is its own distribution; MYPYPATH finds them)
+MYPYPATH=integrations/langchain:integrations/langgraph:integrations/llamaindex \
+    .venv/bin/mypy -p metaclaw_langchain -p metaclaw_langgraph -p metaclaw_llamaindex
 .venv/bin/python -m pytest -q "$@"

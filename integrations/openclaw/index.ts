@@ -21,6 +21,9 @@ const WARN_INTERVAL_MS = 60_000;
 const MAX_CONTENT_CHARS = 50_000;
 const MAX_ERROR_CHARS = 4_000;
 const READY_POLL_MS = 100;
+// What /v1/inject gets of the history (the task is extracted from it by the service).
+const RECENT_USER_MESSAGES = 8;
+const RECENT_MESSAGE_CHARS = 8_000;
 
 function cap(text: string, limit = MAX_CONTENT_CHARS): string {
   return text.length <= limit ? text : `${text.slice(0, limit)}…[cut ${text.length - limit} chars]`;
@@ -85,23 +88,20 @@ function partsText(content: unknown): string {
   return cap(texts.join("\n"));
 }
 
-// OpenClaw's own prompt to go on after a retried model error or changed tools/permissions
-// ("Continue the current task from the existing transcript, …"), after its time stamp.
-const CONTINUE_PROMPT = /^\s*(?:\[[^\]\n]*\]\s*)?Continue the current task\b/;
-
-/** The task a turn is about: its user message, or the user's last own message when OpenClaw
- * sent its continue prompt instead (retrieving for "continue the task" finds nothing useful). */
-export function taskOf(current: string, history: unknown[] | undefined): string {
-  if (!CONTINUE_PROMPT.test(current) || !Array.isArray(history)) return current;
-  for (let i = history.length - 1; i >= 0; i--) {
+/** The recent user messages of a turn's history, for /v1/inject: the service's query
+ * extraction reads the task from them when the current message is not one (OpenClaw's continue
+ * prompt after a retried model error, its internal-context messages). Only user messages are
+ * read there, so only they are sent, the newest RECENT_USER_MESSAGES of them, capped. */
+export function recentUserMessages(history: unknown[] | undefined): ServiceMessage[] {
+  if (!Array.isArray(history)) return [];
+  const out: ServiceMessage[] = [];
+  for (let i = history.length - 1; i >= 0 && out.length < RECENT_USER_MESSAGES; i--) {
     const m = history[i] as Json | null;
     if (!m || typeof m !== "object" || m.role !== "user") continue;
-    const text = partsText(m.content);
-    if (text.trim() && !CONTINUE_PROMPT.test(text) && !text.startsWith("<<<BEGIN_OPENCLAW_INTERNAL_CONTEXT>>>")) {
-      return text;
-    }
+    const text = cap(partsText(m.content), RECENT_MESSAGE_CHARS);
+    if (text.trim()) out.unshift({ role: "user", content: text });
   }
-  return current;
+  return out;
 }
 
 function toolCalls(content: unknown): ServiceMessage["tool_calls"] {
@@ -308,7 +308,6 @@ export function registerMetaClaw(api: any): void {
       // An explicit "" means the turn has no textual request: nothing to retrieve for.
       const current = event.currentUserMessage ?? event.prompt ?? "";
       if (!current.trim()) return undefined;
-      const task = taskOf(current, event.messages);
       // The first turn: wait (bounded) for a service still loading rather than be served
       // without skills. Fail-open: when the wait runs out the turn is injected anyway.
       if (!client.readyChecked && config.readyWaitMs > 0) {
@@ -320,7 +319,8 @@ export function registerMetaClaw(api: any): void {
           "POST",
           "/v1/inject",
           {
-            task,
+            task: current,
+            messages: recentUserMessages(event.messages),
             session_id: sessionOf(ctx),
             framework: FRAMEWORK,
             model: ctx?.modelId,

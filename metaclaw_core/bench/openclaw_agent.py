@@ -54,7 +54,7 @@ from typing import Any
 from metaclaw_core.bench.agent import FEEDBACK_PREFIX, AgentResult, ModelConfig
 from metaclaw_core.bench.workspace import ActionLog
 from metaclaw_core.errors import MetaClawError
-from metaclaw_core.service.openai_format import content_text
+from metaclaw_core.wire.openai_format import content_text
 
 SETUP_SCRIPT = "scripts/setup-openclaw.sh"
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -177,7 +177,7 @@ class ModelRecorder:
         from starlette.responses import JSONResponse, Response, StreamingResponse
         from starlette.routing import Route
 
-        from metaclaw_core.service.openai_format import StreamAccumulator, output_from_completion
+        from metaclaw_core.wire.openai_format import StreamAccumulator, output_from_completion
 
         recorder = self
 
@@ -629,7 +629,7 @@ class OpenClawAgent:
             ),
             "",
         )
-        from metaclaw_core.plugins.render import BLOCK_START
+        from metaclaw_core.models import BLOCK_START
 
         info: dict[str, Any] = {
             "name": "openclaw",

@@ -517,10 +517,10 @@ class BenchRun:
         if self.config.learn != "feedback":
             return []
         self.engine.flush(30)
-        from metaclaw_core.evolve import SkillEvolver
+        from metaclaw_core.evolve.loop import evolver_of
 
         try:
-            report = SkillEvolver(self.engine).from_corrections(
+            report = evolver_of(self.engine).from_corrections(
                 trajectory_ids=[tid], trigger=f"bench: {result.day}/{result.round}"
             )
         except MetaClawError as exc:
@@ -531,11 +531,11 @@ class BenchRun:
         failed, self._failed_today = self._failed_today, []
         if self.engine is None or self.config.learn != "evolver":
             return []
-        from metaclaw_core.evolve import SkillEvolver
+        from metaclaw_core.evolve.loop import evolver_of
 
         self.engine.flush(30)
         try:
-            report = SkillEvolver(self.engine).evolve(
+            report = evolver_of(self.engine).evolve(
                 trigger=f"bench: end of {day.id}", prefer=failed
             )
         except MetaClawError as exc:  # a broken or unreachable evolver: the run goes on

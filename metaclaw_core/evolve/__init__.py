@@ -7,17 +7,12 @@ from typing import TYPE_CHECKING
 from metaclaw_core.lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from metaclaw_core.evolve.evolver import (
-        Candidate,
-        EvolutionReport,
-        SkillEvolver,
-        merge_bodies,
-        slugify,
-    )
+    from metaclaw_core.evolve.evolver import SkillEvolver, merge_bodies, slugify
     from metaclaw_core.evolve.lifecycle import SkillStats, retire_unhelpful, skill_stats
     from metaclaw_core.evolve.loop import FastLoop
+    from metaclaw_core.evolve.report import Candidate, EvolutionReport
     from metaclaw_core.evolve.support import Failure, SupportSet, is_failure
-    from metaclaw_core.evolve.vetting import VetContext
+    from metaclaw_core.skills.vetting import VetContext
 
 __all__ = [
     "Candidate",
@@ -38,8 +33,8 @@ __all__ = [
 __getattr__ = lazy_exports(
     __name__,
     {
-        "Candidate": "metaclaw_core.evolve.evolver",
-        "EvolutionReport": "metaclaw_core.evolve.evolver",
+        "Candidate": "metaclaw_core.evolve.report",
+        "EvolutionReport": "metaclaw_core.evolve.report",
         "SkillEvolver": "metaclaw_core.evolve.evolver",
         "merge_bodies": "metaclaw_core.evolve.evolver",
         "slugify": "metaclaw_core.evolve.evolver",
@@ -50,6 +45,6 @@ __getattr__ = lazy_exports(
         "Failure": "metaclaw_core.evolve.support",
         "SupportSet": "metaclaw_core.evolve.support",
         "is_failure": "metaclaw_core.evolve.support",
-        "VetContext": "metaclaw_core.evolve.vetting",
+        "VetContext": "metaclaw_core.skills.vetting",
     },
 )

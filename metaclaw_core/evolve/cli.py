@@ -22,7 +22,7 @@ from metaclaw_core.cli_support import read_only_engine as _engine
 from metaclaw_core.cli_support import skill_json as _skill_json
 
 if TYPE_CHECKING:  # the engine's modules load when a command runs, not for `metaclaw --help`
-    from metaclaw_core.evolve.evolver import EvolutionReport
+    from metaclaw_core.evolve.report import EvolutionReport
 
 out = Console()
 
@@ -69,9 +69,9 @@ def evolve(
         if review not in (None, "auto", "manual"):
             _fail(f"--review must be auto or manual, not {review!r}")
         with _engine(embedder=True) as engine:
-            from metaclaw_core.evolve.evolver import SkillEvolver
+            from metaclaw_core.evolve.loop import evolver_of
 
-            evolver = SkillEvolver(engine)
+            evolver = evolver_of(engine)
             if mode == "feedback":
                 report = evolver.from_corrections(dry_run=dry_run, trigger="cli", review=review)
             else:

@@ -11,8 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from metaclaw_core.evolve.holdout import HOLDOUTS
 from metaclaw_core.evolve.validation import replay_rows
+from metaclaw_core.holdout import HOLDOUTS
 from metaclaw_core.store.db import REWARDS, TRAJECTORIES
 
 if TYPE_CHECKING:

@@ -13,19 +13,22 @@ from __future__ import annotations
 import logging
 import re
 import threading
-import weakref
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from pydantic import ValidationError
 
+from metaclaw_core.engine import FASTLOOP_PLUGIN
 from metaclaw_core.errors import StoreError
 from metaclaw_core.evolve.provenance import instructions_in_data
 from metaclaw_core.evolve.record import EvolutionLog
+
+# Candidate and EvolutionReport are re-exported: they were defined here before evolve.report.
+from metaclaw_core.evolve.report import Candidate as Candidate
+from metaclaw_core.evolve.report import EvolutionReport as EvolutionReport
+from metaclaw_core.evolve.report import Validation
 from metaclaw_core.evolve.support import Failure, SupportSet, correction_key
-from metaclaw_core.evolve.validation import ReplayValidator, Validation, validation_finding
-from metaclaw_core.evolve.vetting import VetContext
+from metaclaw_core.evolve.validation import ReplayValidator, validation_finding
 from metaclaw_core.llm import (
     LLMClient,
     LLMNotConfiguredError,
@@ -33,7 +36,6 @@ from metaclaw_core.llm import (
     not_configured_message,
 )
 from metaclaw_core.models import (
-    Generation,
     Reward,
     ScoredSkill,
     Skill,
@@ -43,14 +45,13 @@ from metaclaw_core.models import (
 )
 from metaclaw_core.reward.transcript import clip, render_transcript, safe
 from metaclaw_core.skills.verdict import Finding, Review
+from metaclaw_core.skills.vetting import VetContext
 
 if TYPE_CHECKING:
     from metaclaw_core.engine import MetaClaw
 
 log = logging.getLogger("metaclaw.evolve")
 
-Mode = Literal["llm", "feedback"]
-Verdict = Literal["live", "pending", "quarantined", "accepted", "rejected"]
 
 EVOLVER_SYSTEM = """You are the skill evolver of an AI agent. Skills are short behavioural rules \
 that are added to the agent's system prompt for the tasks they fit. Study the failures below \
@@ -154,84 +155,6 @@ _STOPWORDS = frozenset(
     ]
 )
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
-_LOCKS: weakref.WeakKeyDictionary[Any, threading.Lock] = weakref.WeakKeyDictionary()
-_LOCKS_GUARD = threading.Lock()
-
-
-@dataclass
-class Candidate:
-    """A proposed skill and what became of it."""
-
-    skill: Skill
-    updates: str | None = None
-    verdict: Verdict = "rejected"
-    reasons: list[str] = field(default_factory=list)
-    merged_into: str | None = None
-    findings: list[Finding] = field(default_factory=list)
-    validation: Validation | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "skill": self.skill.model_dump(mode="json"),
-            "updates": self.updates,
-            "verdict": self.verdict,
-            "reasons": list(self.reasons),
-            "merged_into": self.merged_into,
-            "findings": [f.to_json() for f in self.findings],
-            "validation": None if self.validation is None else self.validation.to_json(),
-        }
-
-
-@dataclass
-class EvolutionReport:
-    """What one evolution looked at, proposed, and changed."""
-
-    id: str
-    mode: Mode
-    trigger: str
-    dry_run: bool
-    review: str
-    failures: list[str] = field(default_factory=list)
-    candidates: list[Candidate] = field(default_factory=list)
-    generation: Generation | None = None
-    model: str | None = None
-    message: str = ""
-
-    @property
-    def live(self) -> list[str]:
-        return [c.skill.name for c in self.candidates if c.verdict == "live"]
-
-    @property
-    def pending(self) -> list[str]:
-        return [c.skill.name for c in self.candidates if c.verdict == "pending"]
-
-    @property
-    def quarantined(self) -> list[str]:
-        return [c.skill.name for c in self.candidates if c.verdict == "quarantined"]
-
-    @property
-    def rejected(self) -> list[str]:
-        return [c.skill.name for c in self.candidates if c.verdict == "rejected"]
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "mode": self.mode,
-            "trigger": self.trigger,
-            "dry_run": self.dry_run,
-            "review": self.review,
-            "failures": list(self.failures),
-            "candidates": [c.to_json() for c in self.candidates],
-            "generation": None
-            if self.generation is None
-            else self.generation.model_dump(mode="json"),
-            "live": self.live,
-            "pending": self.pending,
-            "quarantined": self.quarantined,
-            "rejected": self.rejected,
-            "model": self.model,
-            "message": self.message,
-        }
 
 
 _STRUCTURE = re.compile(r"^\s*-{3,}\s*$|^\s*[\w-]+\s*:\s", re.M)
@@ -296,10 +219,23 @@ def merge_bodies(existing: str, new: str, max_chars: int) -> str | None:
     return merged if len(merged) <= max_chars else None
 
 
+def _evolution_lock(engine: MetaClaw) -> threading.Lock:
+    lock: threading.Lock | None = getattr(
+        engine.pm.get_plugin(FASTLOOP_PLUGIN), "evolution_lock", None
+    )
+    return lock or threading.Lock()
+
+
 class SkillEvolver:
     """Turns the support set into vetted skills for one engine (off the hot path)."""
 
-    def __init__(self, engine: MetaClaw, client: LLMClient | None = None) -> None:
+    def __init__(
+        self,
+        engine: MetaClaw,
+        client: LLMClient | None = None,
+        *,
+        lock: threading.Lock | None = None,
+    ) -> None:
         self.engine = engine
         self.settings = engine.settings
         self.client = client or LLMClient("evolver", self.settings.evolver)
@@ -308,9 +244,9 @@ class SkillEvolver:
         self._last_failures: list[Failure] = []
         self.covered: list[tuple[str, str]] = []  # (failure id, the live skill covering it)
         # One evolution at a time per engine (whichever evolver object runs it): two would
-        # propose against the same library and consume the same failures.
-        with _LOCKS_GUARD:
-            self._lock = _LOCKS.setdefault(engine, threading.Lock())
+        # propose against the same library and consume the same failures. The lock is the
+        # engine's fast loop's (use ``evolve.loop.evolver_of(engine)`` for the one evolver).
+        self._lock = lock or _evolution_lock(engine)
 
     # -- selection -----------------------------------------------------------------------
     def select_failures(self, *, prefer: list[str] | None = None) -> list[Failure]:

@@ -3,8 +3,9 @@
 For each live skill: how often it was injected, the mean reward of those trajectories, and
 the mean reward of *comparable* trajectories without it — ones whose task is at least
 ``lifecycle.comparable_similarity`` similar to the skill (so they could have used it). The
-gain is the difference. A trajectory's reward is the mean of its rewards, or -1 if the host
-reported an error and nobody scored it; unscored trajectories do not count.
+gain is the difference. A trajectory's reward is its score (:mod:`metaclaw_core.scoring`): the
+mean of its rewards, or -1 if the host reported an error and nobody scored it; unscored
+trajectories do not count.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 
 from metaclaw_core.models import Generation
+from metaclaw_core.scoring import trajectory_score
 from metaclaw_core.store.db import REWARDS, TRAJECTORIES
 
 if TYPE_CHECKING:
@@ -82,11 +84,9 @@ def skill_stats(engine: MetaClaw) -> list[SkillStats]:
     n = len(rows)
     outcome = np.full(n, np.nan, dtype=np.float64)
     for i, r in enumerate(rows):
-        got = rewards.get(r["id"])
-        if got:
-            outcome[i] = sum(got) / len(got)
-        elif r["error"]:
-            outcome[i] = -1.0
+        score = trajectory_score(rewards.get(r["id"], ()), r["error"])
+        if score is not None:
+            outcome[i] = score
     dim = snap.matrix.shape[1]
     vectors = np.zeros((n, dim), dtype=np.float32)
     has_vec = np.zeros(n, dtype=bool)

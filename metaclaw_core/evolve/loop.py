@@ -1,8 +1,10 @@
 """``FastLoop``: the background half of the fast loop, fed by the capture writer.
 
-It is a plugin the engine registers (reward and session observers), and the engine hands it
-each batch of committed captures (:meth:`FastLoop.take_stored`). Both run on the capture
-writer's thread and do O(1) work: append to a bounded queue and return. Two daemon workers,
+It is a plugin: :mod:`metaclaw_core.plugins.fastloop_factory` builds one per engine when the
+engine starts (``metaclaw_engine_started``) and registers it as ``builtin:fastloop``; the engine
+reaches it only through hooks (committed captures: ``metaclaw_records_stored``; rewards,
+sessions, status, closing). The observers run on the capture writer's thread and do O(1)
+work: append to a bounded queue and return. Two daemon workers,
 started on first use, do the rest: the *scorer* asks the reward sources
 (``metaclaw_score_trajectory``: checks, the PRM judge) for a score and records it; the
 *learner* counts failures and runs the evolver on its triggers (N failures, a session ending
@@ -21,6 +23,9 @@ from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+from metaclaw_core.engine import FASTLOOP_PLUGIN
+from metaclaw_core.errors import MetaClawError
+from metaclaw_core.evolve.report import EvolutionReport
 from metaclaw_core.evolve.support import CORRECTION
 from metaclaw_core.hookspecs import hookimpl
 from metaclaw_core.models import Reward, Trajectory
@@ -28,7 +33,7 @@ from metaclaw_core.store.records import EncodedTrajectory
 
 if TYPE_CHECKING:
     from metaclaw_core.engine import MetaClaw
-    from metaclaw_core.evolve.evolver import EvolutionReport, SkillEvolver
+    from metaclaw_core.evolve.evolver import SkillEvolver
 
 log = logging.getLogger("metaclaw.fastloop")
 
@@ -49,6 +54,9 @@ class FastLoop:
         self.last_report: EvolutionReport | None = None
         self.last_error: str | None = None
         self._evolver: SkillEvolver | None = None
+        # One evolution at a time per engine, whichever evolver object runs it: two would
+        # propose against the same library and consume the same failures.
+        self.evolution_lock = threading.Lock()
         self._stop = threading.Event()
         self._start_lock = threading.Lock()
         # scorer: batches of stored trajectories, bounded by the number of trajectories
@@ -70,17 +78,33 @@ class FastLoop:
 
     @property
     def evolver(self) -> SkillEvolver:
-        if self._evolver is None:
-            # imported on first use: the evolver brings the LLM client, the skill readers
-            # and the vetting models, which an engine that never evolves does not need
-            from metaclaw_core.evolve.evolver import SkillEvolver
+        """The engine's one evolver (built on first use)."""
+        with self._start_lock:
+            if self._evolver is None:
+                # imported on first use: the evolver brings the LLM client, the skill readers
+                # and the vetting models, which an engine that never evolves does not need
+                from metaclaw_core.evolve.evolver import SkillEvolver
 
-            self._evolver = SkillEvolver(self.engine)
-        return self._evolver
+                self._evolver = SkillEvolver(self.engine, lock=self.evolution_lock)
+            return self._evolver
+
+    # -- the engine's hooks ------------------------------------------------------------------
+    @hookimpl
+    def metaclaw_records_stored(self, records: list[EncodedTrajectory]) -> None:
+        self.take_stored(records)
+
+    @hookimpl
+    def metaclaw_engine_status(self, engine: MetaClaw) -> dict[str, Any] | None:
+        return {"fastloop": self.status()} if engine is self.engine else None
+
+    @hookimpl
+    def metaclaw_engine_closing(self, engine: MetaClaw, timeout: float) -> None:
+        if engine is self.engine:
+            self.close(timeout=timeout)
 
     # -- observers (writer thread: O(1) each) ----------------------------------------------
     def take_stored(self, records: list[EncodedTrajectory]) -> None:
-        """Captures just committed (the engine calls this, not the observer hook): the
+        """Captures just committed (``metaclaw_records_stored``): the
         records as the writer has them. The learner reads only their ids and errors, and the
         scorer builds each Trajectory on its own thread, so the writer builds none for the
         fast loop."""
@@ -397,3 +421,16 @@ def _remember(seen: OrderedDict[str, None], key: str) -> None:
     seen[key] = None
     if len(seen) > _SEEN_MAX:
         seen.popitem(last=False)
+
+
+def fastloop_of(engine: MetaClaw) -> FastLoop:
+    """The fast loop plugin of ``engine`` (raises if ``builtin:fastloop`` was unregistered)."""
+    loop = engine.pm.get_plugin(FASTLOOP_PLUGIN)
+    if not isinstance(loop, FastLoop):
+        raise MetaClawError(f"metaclaw: this engine has no fast loop ({FASTLOOP_PLUGIN})")
+    return loop
+
+
+def evolver_of(engine: MetaClaw) -> SkillEvolver:
+    """The one :class:`SkillEvolver` of ``engine``, reached through its fast loop."""
+    return fastloop_of(engine).evolver

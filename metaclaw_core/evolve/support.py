@@ -1,9 +1,9 @@
 """The support set: failed trajectories, read from the store, that the evolver learns from.
 
 A trajectory is a failure when the host reported an error or the mean of its rewards is at
-most 0. It belongs to the support set of the generation it was produced under. Explicit
-corrections are rewards with source ``correction`` whose detail says what should have been
-done.
+most 0 (the rule of :mod:`metaclaw_core.scoring`). It belongs to the support set of the
+generation it was produced under. Explicit corrections are rewards with source
+``correction`` whose detail says what should have been done.
 """
 
 from __future__ import annotations
@@ -16,6 +16,8 @@ import numpy as np
 import numpy.typing as npt
 
 from metaclaw_core.models import Reward, Trajectory
+from metaclaw_core.scoring import is_failure as failed
+from metaclaw_core.scoring import mean_reward
 from metaclaw_core.store.db import REWARDS, TRAJECTORIES, Store, sql_in
 from metaclaw_core.store.trajectories import TrajectoryStore
 
@@ -38,9 +40,7 @@ class Failure:
 
     @property
     def reward(self) -> float | None:
-        if not self.rewards:
-            return None
-        return sum(r.value for r in self.rewards) / len(self.rewards)
+        return mean_reward(r.value for r in self.rewards)
 
     @property
     def corrections(self) -> list[Reward]:
@@ -48,9 +48,8 @@ class Failure:
 
 
 def is_failure(error: str | None, rewards: list[Reward]) -> bool:
-    if error:
-        return True
-    return bool(rewards) and sum(r.value for r in rewards) / len(rewards) <= 0
+    """The rule of :func:`metaclaw_core.scoring.is_failure`, over :class:`Reward` objects."""
+    return failed([r.value for r in rewards], error)
 
 
 def correction_key(reward: Reward) -> str:

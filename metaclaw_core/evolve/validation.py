@@ -20,12 +20,13 @@ from __future__ import annotations
 import logging
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, cast
+from dataclasses import asdict
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
 from metaclaw_core.config import LLMEndpointSettings, ValidationSettings
+from metaclaw_core.evolve.report import Kind, Replay, Validation
 from metaclaw_core.llm import LLMClient, LLMError
 from metaclaw_core.models import (
     CallContext,
@@ -34,15 +35,15 @@ from metaclaw_core.models import (
     Skill,
     Trajectory,
     new_id,
+    strip_injection,
     utcnow,
 )
-from metaclaw_core.plugins.render import strip_injection
 from metaclaw_core.reward.judge import majority_vote, parse_vote
 from metaclaw_core.reward.transcript import clip, safe
-from metaclaw_core.service.openai_format import apply_injection
 from metaclaw_core.skills.index import SkillSnapshot
 from metaclaw_core.skills.verdict import Finding
 from metaclaw_core.store.db import REWARDS, TRAJECTORIES, sql_in, sql_str
+from metaclaw_core.wire.openai_format import apply_injection
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -53,9 +54,6 @@ log = logging.getLogger("metaclaw.validation")
 
 REPLAYS = "replays"
 JUDGE_PLUGIN = "builtin:judge"  # the PRM judge's generic verdict; a correction asks its own
-Kind = Literal["failure", "success"]
-Outcome = Literal["fixed", "not-fixed", "kept", "regressed", "unscored", "error", "skipped"]
-State = Literal["validated", "failed", "unvalidated", "not-validated"]
 
 CORRECTION_SYSTEM = (
     "You check whether an AI assistant's answer follows a correction its user gave on an "
@@ -90,53 +88,6 @@ def replays_schema() -> pa.Schema:
         ],
         metadata={"metaclaw_schema_version": "1"},
     )
-
-
-@dataclass
-class Replay:
-    """One replayed model call and what its new answer scored."""
-
-    skill: str
-    kind: Kind
-    trajectory_id: str
-    outcome: Outcome
-    source: str | None = None
-    original_reward: float | None = None
-    new_reward: float | None = None
-    model: str | None = None
-    output_text: str = ""
-    error: str | None = None
-    latency_ms: float | None = None
-
-
-@dataclass
-class Validation:
-    """The evidence on one candidate."""
-
-    skill: str
-    state: State
-    fixed: int = 0
-    not_fixed: int = 0
-    kept: int = 0
-    regressed: int = 0
-    unscored: int = 0
-    errors: int = 0
-    calls: int = 0
-    message: str = ""
-    replays: list[Replay] = field(default_factory=list)
-
-    def summary(self) -> str:
-        return (
-            f"fixed {self.fixed}/{self.fixed + self.not_fixed} failure(s), regressed "
-            f"{self.regressed}/{self.kept + self.regressed} success(es)"
-            + (f", {self.errors} replay(s) not run" if self.errors else "")
-            + (f", {self.unscored} unscored" if self.unscored else "")
-        )
-
-    def to_json(self) -> dict[str, Any]:
-        out = asdict(self)
-        out["summary"] = self.summary()
-        return out
 
 
 def wire_messages(messages: list[Message]) -> list[dict[str, Any]]:

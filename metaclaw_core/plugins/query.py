@@ -13,8 +13,7 @@ import re
 
 from metaclaw_core.config import Settings
 from metaclaw_core.hookspecs import hookimpl
-from metaclaw_core.models import CallContext
-from metaclaw_core.plugins.render import strip_injection
+from metaclaw_core.models import CallContext, strip_injection
 
 _STAMP = re.compile(
     r"^\s*\[(?:[A-Z][a-z]{2} )?\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}(?::\d{2})?(?:\.\d+)?"

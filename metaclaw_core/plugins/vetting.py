@@ -11,9 +11,8 @@ import re
 
 from metaclaw_core.config import Settings
 from metaclaw_core.hookspecs import hookimpl
-from metaclaw_core.models import Skill
-from metaclaw_core.plugins.redact import find_secrets
-from metaclaw_core.plugins.render import BLOCK_END, BLOCK_START
+from metaclaw_core.models import BLOCK_END, BLOCK_START, Skill
+from metaclaw_core.redaction import find_secrets
 from metaclaw_core.skills.verdict import Finding
 
 # "password = os.environ[...]", "api_key: <your key>", "token=${TOKEN}": a reference or a

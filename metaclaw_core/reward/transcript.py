@@ -7,9 +7,8 @@ judge should judge the answer, the evolver sees the skill names instead).
 
 from __future__ import annotations
 
-from metaclaw_core.models import Message, Trajectory
-from metaclaw_core.plugins.redact import redact_text
-from metaclaw_core.plugins.render import strip_injection
+from metaclaw_core.models import Message, Trajectory, strip_injection
+from metaclaw_core.redaction import redact_text
 
 SYSTEM_CHARS = 600
 

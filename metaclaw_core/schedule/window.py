@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -192,7 +191,3 @@ def run_in_windows(
     if was_open:
         trainer.checkpoint()
     return stats
-
-
-def wall_clock_stamp(t: float | None = None) -> datetime:
-    return datetime.fromtimestamp(time.time() if t is None else t, tz=UTC)

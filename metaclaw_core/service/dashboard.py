@@ -27,6 +27,7 @@ from metaclaw_core.engine import MetaClaw
 from metaclaw_core.evolve.lifecycle import skill_stats
 from metaclaw_core.evolve.record import EvolutionLog
 from metaclaw_core.models import SKILL_NAME_RE, Skill
+from metaclaw_core.scoring import mean_reward, trajectory_score
 from metaclaw_core.service.errors import error_response
 from metaclaw_core.service.schemas import GenerationResponse
 from metaclaw_core.service.state import ServiceState, service_state
@@ -169,6 +170,10 @@ def _fingerprint(engine: MetaClaw) -> tuple[int, int, int]:
     )
 
 
+def _rounded(value: float | None) -> float | None:
+    return None if value is None else round(value, 4)
+
+
 def _trajectory_briefs(engine: MetaClaw, ids: list[str]) -> dict[str, dict[str, Any]]:
     """id -> {query, error, outcome, reward, created_at, generation} for the ids that exist."""
     store = engine.store
@@ -195,7 +200,7 @@ def _trajectory_briefs(engine: MetaClaw, ids: list[str]) -> dict[str, dict[str, 
             "error": r["error"],
             "outcome": r["outcome"],
             "generation": r["generation"],
-            "reward": round(sum(x.value for x in got) / len(got), 4) if got else None,
+            "reward": _rounded(mean_reward(x.value for x in got)),
         }
     return out
 
@@ -307,8 +312,9 @@ def _with_provenance(engine: MetaClaw, skills: list[Skill]) -> list[dict[str, An
 def _generation_rewards(store: Store) -> list[dict[str, Any]]:
     """Mean reward of the trajectories of each generation (the fast loop's reward curve).
 
-    A trajectory scores the mean of its rewards, or -1 when the host reported an error and
-    nobody scored it (as in the skill statistics); unscored ones do not count.
+    A trajectory scores by :func:`metaclaw_core.scoring.trajectory_score` (as in the skill
+    statistics): the mean of its rewards, or -1 when the host reported an error and nobody
+    scored it; unscored ones do not count.
     """
     if not store.has_table(TRAJECTORIES):
         return []
@@ -329,8 +335,7 @@ def _generation_rewards(store: Store) -> list[dict[str, Any]]:
             values.setdefault(r["trajectory_id"], []).append(float(r["value"]))
     per: dict[int, list[float]] = {}
     for r in rows:
-        got = values.get(r["id"])
-        score = sum(got) / len(got) if got else (-1.0 if r["error"] else None)
+        score = trajectory_score(values.get(r["id"], ()), r["error"])
         if score is not None:
             per.setdefault(int(r["generation"] or 0), []).append(score)
     return [

@@ -26,7 +26,7 @@ from starlette.responses import Response, StreamingResponse
 
 from metaclaw_core.models import CallContext, Injection, Message, ModelOutput
 from metaclaw_core.service.state import ServiceState
-from metaclaw_core.service.wire import RequestError
+from metaclaw_core.wire.common import RequestError
 
 log = logging.getLogger("metaclaw.proxy")
 

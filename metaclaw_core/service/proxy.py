@@ -14,7 +14,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Request
 from starlette.responses import Response
 
-from metaclaw_core.service import openai_format, responses_format
+from metaclaw_core.service import responses_format
 from metaclaw_core.service.errors import error_response
 from metaclaw_core.service.forwarding import (
     MAX_SESSION_CHARS,
@@ -27,6 +27,7 @@ from metaclaw_core.service.forwarding import (
     redact_url,
 )
 from metaclaw_core.service.state import ServiceState, service_state
+from metaclaw_core.wire import openai_format
 
 __all__ = [
     "CHAT",

@@ -15,9 +15,16 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from metaclaw_core.models import Injection, Message, ModelOutput, Role, ToolCall
-from metaclaw_core.plugins.render import BLOCK_START, strip_injection
-from metaclaw_core.service.wire import RequestError, SseEvents, obj, usage_ints
+from metaclaw_core.models import (
+    BLOCK_START,
+    Injection,
+    Message,
+    ModelOutput,
+    Role,
+    ToolCall,
+    strip_injection,
+)
+from metaclaw_core.wire.common import RequestError, SseEvents, obj, usage_ints
 
 ROLES: dict[str, Role] = {
     "system": "system",

@@ -5,17 +5,16 @@ old library or the new one, never half of each; top-k is one matrix-vector produ
 
 Skills are held as tuples of strings, not as model objects: tuples of atoms are invisible to
 Python's cyclic garbage collector, while 100k pydantic objects made every full collection
-(triggered by the host's own allocations) scan them — measured as a 16 ms p50 regression of
-``before_call`` at 10k skills. Skill objects are built only for the few that are returned.
+(triggered by the host's own allocations) scan them, which slowed ``before_call`` measurably
+at 10k skills (docs/benchmarks.md). Skill objects are built only for the few that are returned.
 
-The product runs on the calling thread only. numpy's ``matrix @ vector`` hands anything above
-~1,200 rows of 384 to OpenBLAS's thread pool, whose workers then spin for 20-100 ms on these
-two cores: the next query embedding (torch's threads on the same cores) took 24.7 ms instead
-of 12.9 at 10k skills, and on a loaded machine a two-thread product waits for whichever thread
-the kernel descheduled (docs/benchmarks.md). ``np.einsum`` is one thread, releases the GIL,
-and streams a large matrix from memory faster than single-threaded OpenBLAS does (100k x 384
-float32: ~8 ms against ~14 ms). Small matrices (up to ~1,000 rows of 384), which OpenBLAS
-keeps on one thread anyway, still use ``matmul``: 2-3x faster than ``einsum`` in cache.
+The product runs on the calling thread only. numpy's ``matrix @ vector`` hands large matrices
+to OpenBLAS's thread pool, whose spinning workers then compete with the next query embedding
+for the same cores, and on a loaded machine a two-thread product waits for whichever thread
+the kernel descheduled. ``np.einsum`` is one thread, releases the GIL, and streams a large
+matrix from memory faster than single-threaded OpenBLAS does. Small matrices, which OpenBLAS
+keeps on one thread anyway, still use ``matmul``, faster than ``einsum`` in cache. The numbers
+are in docs/benchmarks.md (``benchmarks/hot_path.py``).
 
 The answer for a query vector is remembered per snapshot (``RESULT_CACHE`` entries): a repeated
 task at the same generation costs a dictionary look-up instead of a pass over the matrix.

@@ -4,9 +4,9 @@
 the bytes are in the kernel once it returns, so they survive ``kill -9`` of the host; set
 ``store.fsync`` to survive power loss too). ``os.write`` releases the GIL for its few
 microseconds, and when the writer thread was waiting for it the host's call then waits for the
-writer's next stretch of Python (measured: journal p99 0.33-0.41 ms). So by default
-(``store.journal_holds_gil``) the write keeps the GIL (:func:`_gil_holding_write`; 0.02-0.03
-ms), at the price that a stalled write stalls every thread of the host, not only the caller.
+writer's next stretch of Python (a p99 many times the write's own; docs/benchmarks.md). So by
+default (``store.journal_holds_gil``) the write keeps the GIL (:func:`_gil_holding_write`), at
+the price that a stalled write stalls every thread of the host, not only the caller.
 
 The background writer commits the same records to LanceDB and deletes a segment once every
 record in it is committed. Records that could not be queued (queue full) or committed (store

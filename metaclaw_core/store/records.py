@@ -56,7 +56,7 @@ class EncodedTrajectory:
     queued capture keeps alive makes the host's calls run young-generation collections (a
     tracked container per field meant one inside ``after_call`` every few dozen calls), and
     what the writer keeps alive while it works through a batch made its collections cost more
-    than its parsing (measured: 41 µs a record against 4 µs with nothing kept).
+    than its parsing (docs/benchmarks.md has the numbers).
     """
 
     line: bytes

@@ -42,10 +42,6 @@ class SamplerHandle:
         self._closed = False
 
     @property
-    def in_flight(self) -> int:
-        return self._in_flight
-
-    @property
     def closed(self) -> bool:
         return self._closed
 

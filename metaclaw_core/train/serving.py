@@ -20,10 +20,10 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from metaclaw_core.models import new_id
-from metaclaw_core.service.openai_format import content_text
 from metaclaw_core.train.backend import SamplingParams
 from metaclaw_core.train.policy import PolicyCompletion, PolicyNotReadyError, PolicyServer
 from metaclaw_core.train.tokenize import ChatMessage
+from metaclaw_core.wire.openai_format import content_text
 
 POLICY_BASE_URL = "http://metaclaw-policy/v1"
 VERSION_HEADER = "x-metaclaw-policy-version"

@@ -7,7 +7,16 @@ from typing import Any
 
 import pytest
 
-from metaclaw_core import CallContext, Message, MetaClaw, ScoredSkill, Skill, Trajectory, hookimpl
+from metaclaw_core import (
+    CallContext,
+    ConfigError,
+    Message,
+    MetaClaw,
+    ScoredSkill,
+    Skill,
+    Trajectory,
+    hookimpl,
+)
 from metaclaw_core.hookspecs import hook_names
 from tests.support.engines import SharedEmbedder, make_settings
 
@@ -90,3 +99,24 @@ def test_third_party_plugin_loads_from_the_entry_point_group(
         inj = engine.before_call(CallContext(messages=[Message(role="user", content="x")]))
     assert inj.skill_names == ["from-entry-point"]
     sys.modules.pop("pinned_plugin", None)
+
+
+class MisspeltRetrieval:
+    """A hook implementation whose name is no hook: ``retreive``."""
+
+    @hookimpl
+    def metaclaw_retreive(self, query: str, **kw: Any) -> list[ScoredSkill]:
+        return [ScoredSkill(skill=PINNED, score=1.0)]
+
+
+def test_misspelt_hookimpl_is_a_clear_error(make_engine: Any, settings: Any) -> None:
+    with pytest.raises(ConfigError, match=r"metaclaw_retreive.*did you mean 'metaclaw_retrieve'"):
+        make_engine(settings, plugins=[MisspeltRetrieval()])
+
+
+def test_misspelt_hookimpl_registered_later_is_refused(engine: MetaClaw) -> None:
+    from metaclaw_core.plugin_manager import register_checked
+
+    with pytest.raises(ConfigError, match="unknown hook implementation"):
+        register_checked(engine.pm, MisspeltRetrieval(), "late")
+    assert engine.pm.get_plugin("late") is None  # not left half-registered

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from metaclaw_core import CallContext, Message, MetaClaw, ModelOutput, Settings, Skill
-from metaclaw_core.evolve.holdout import HELD_OUT, INJECTED, draw, lift_of
+from metaclaw_core.holdout import HELD_OUT, INJECTED, draw, lift_of
 from tests.support.engines import make_settings
 
 NAME = "meeting-times-with-offset"

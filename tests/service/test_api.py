@@ -58,6 +58,29 @@ def test_inject_from_messages_and_top_k_zero(seeded: Service) -> None:
     assert r.json()["skill_ids"] == [] and r.json()["text"] == ""
 
 
+def test_inject_extracts_the_task_from_recent_messages_after_a_continue_prompt(
+    seeded: Service,
+) -> None:
+    """What the OpenClaw plugin sends: the current message and the recent user messages; the
+    service, not the plugin, decides the query (a continue prompt is no task)."""
+    resume = (
+        "[Mon 2026-11-30 10:55 UTC] Continue the current task from the existing transcript, "
+        "preserving completed work."
+    )
+    recent = [
+        {"role": "user", "content": "Write a SQL migration that adds an index"},
+        {"role": "user", "content": "<<<BEGIN_OPENCLAW_INTERNAL_CONTEXT>>>\nstate"},
+    ]
+    r = seeded.http.post(
+        "/v1/inject", json={"task": resume, "messages": recent, "framework": "openclaw"}
+    )
+    assert r.status_code == 200, r.text
+    assert r.json()["query"] == "Write a SQL migration that adds an index"
+    assert r.json()["skill_ids"] == ["sql-migrations"]
+    alone = seeded.http.post("/v1/inject", json={"task": resume}).json()
+    assert alone["query"].startswith("Continue the current task")  # nothing better to use
+
+
 @pytest.mark.parametrize(
     ("payload", "status", "says"),
     [

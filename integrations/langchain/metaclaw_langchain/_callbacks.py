@@ -9,7 +9,6 @@ their generation.
 
 from __future__ import annotations
 
-import logging
 import threading
 import time
 from collections import OrderedDict
@@ -21,20 +20,18 @@ from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import BaseMessage, ToolMessage
 from langchain_core.outputs import LLMResult
 
-from metaclaw_core import CallContext, Injection, Message, MetaClaw, ModelOutput
-from metaclaw_langchain._messages import message_key, to_message, to_output
-
-log = logging.getLogger("metaclaw.langchain")
+from metaclaw_core import (
+    CallContext,
+    Injection,
+    Message,
+    MetaClaw,
+    ModelOutput,
+    message_key,
+    record_fault,
+)
+from metaclaw_langchain._messages import to_message, to_output
 
 FRAMEWORK = "langchain"
-
-
-def record_fault(engine: Any, where: str, exc: BaseException) -> None:
-    """Fail open: count and log (rate-limited by the engine) and let the host call go on."""
-    try:
-        engine.faults.record(where, exc)
-    except Exception:
-        log.warning("metaclaw: %s failed, the call goes on without it: %r", where, exc)
 
 
 @dataclass

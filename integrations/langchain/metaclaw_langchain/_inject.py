@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -13,8 +12,8 @@ from langchain_core.prompt_values import ChatPromptValue, PromptValue
 from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
 from langchain_core.runnables.config import ensure_config
 
-from metaclaw_core import CallContext, Injection, MetaClaw
-from metaclaw_langchain._callbacks import FRAMEWORK, MetaClawCallbackHandler, record_fault
+from metaclaw_core import CallContext, Injection, MetaClaw, ModelCall, ModelOutput, record_fault
+from metaclaw_langchain._callbacks import FRAMEWORK, MetaClawCallbackHandler
 from metaclaw_langchain._messages import (
     last_ai_message,
     to_message,
@@ -63,7 +62,15 @@ class _Call:
     ctx: CallContext
     injection: Injection
     captured_by_handler: bool
-    started: float = 0.0
+
+
+def _output(response: Any) -> ModelOutput | None:
+    """What the model answered, from the handler's response."""
+    if response is None:
+        return None
+    result = getattr(response, "model_response", response)  # ExtendedModelResponse
+    messages = result.result if isinstance(result, ModelResponse) else [result]
+    return to_output(last_ai_message(messages))
 
 
 class MetaClawMiddleware(AgentMiddleware[Any, Any, Any]):
@@ -115,7 +122,7 @@ class MetaClawMiddleware(AgentMiddleware[Any, Any, Any]):
             request = request.override(system_message=system)
             seen = ctx.messages[1:] if ctx.messages and ctx.messages[0].role == "system" else []
             ctx.messages = [to_message(system), *seen] if system is not None else seen
-        return _Call(request, ctx, inj, _handed_over(config, inj), time.perf_counter())
+        return _Call(request, ctx, inj, _handed_over(config, inj))
 
     def _before(self, request: ModelRequest[Any]) -> _Call | None:
         try:
@@ -135,23 +142,16 @@ class MetaClawMiddleware(AgentMiddleware[Any, Any, Any]):
             record_fault(self.engine, "langchain middleware (inject)", exc)
             return None
 
-    def _after(self, call: _Call, response: Any, error: BaseException | None) -> None:
-        if not self.capture or call.captured_by_handler:
-            return
-        try:
-            result = getattr(response, "model_response", response)  # ExtendedModelResponse
-            messages = result.result if isinstance(result, ModelResponse) else [result]
-            trajectory_id = self.engine.after_call(
-                call.ctx,
-                None if response is None else to_output(last_ai_message(messages)),
-                injection=call.injection,
-                error=error,
-                latency_ms=(time.perf_counter() - call.started) * 1000.0,
-            )
-            if trajectory_id is not None and self.on_capture is not None:
-                self.on_capture(trajectory_id, call.ctx)
-        except Exception as exc:
-            record_fault(self.engine, "langchain middleware (capture)", exc)
+    def _capture(self, call: _Call) -> ModelCall:
+        """The core's call wrapper, capture only (the injection is chosen and applied)."""
+        return ModelCall(
+            self.engine,
+            call.ctx if self.capture and not call.captured_by_handler else None,
+            injection=call.injection,
+            output_of=_output,
+            where="langchain middleware",
+            on_capture=self.on_capture,
+        )
 
     def wrap_model_call(
         self,
@@ -161,13 +161,9 @@ class MetaClawMiddleware(AgentMiddleware[Any, Any, Any]):
         call = self._before(request)
         if call is None:
             return handler(request)
-        try:
-            response = handler(call.request)
-        except Exception as exc:
-            self._after(call, None, exc)
-            raise
-        self._after(call, response, None)
-        return response
+        with self._capture(call) as captured:
+            captured.result = handler(call.request)
+        return captured.result
 
     async def awrap_model_call(
         self,
@@ -177,13 +173,9 @@ class MetaClawMiddleware(AgentMiddleware[Any, Any, Any]):
         call = await self._abefore(request)
         if call is None:
             return await handler(request)
-        try:
-            response = await handler(call.request)
-        except Exception as exc:
-            self._after(call, None, exc)
-            raise
-        self._after(call, response, None)
-        return response
+        async with self._capture(call) as captured:
+            captured.result = await handler(call.request)
+        return captured.result
 
 
 # -- plain chat models and LCEL chains ------------------------------------------------------

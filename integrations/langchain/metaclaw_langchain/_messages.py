@@ -2,38 +2,27 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
 
-from metaclaw_core import Injection, Message, ModelOutput, ToolCall
+from metaclaw_core import (
+    Injection,
+    Message,
+    ModelOutput,
+    ToolCall,
+    normalise_role,
+    tool_call,
+)
 
-_ROLES = {
-    "system": "system",
-    "developer": "system",
-    "human": "user",
-    "user": "user",
-    "ai": "assistant",
-    "assistant": "assistant",
-    "tool": "tool",
-    "function": "tool",
-}
 # An Injection without text: ``apply_to_system`` then only strips an earlier block.
 _NO_SKILLS = Injection(call_id="-", generation=0)
 
 
 def _tool_calls(message: BaseMessage) -> list[ToolCall]:
     calls = getattr(message, "tool_calls", None) or []
-    return [
-        ToolCall(
-            id=c.get("id"),
-            name=c.get("name") or "",
-            arguments=json.dumps(c.get("args", {}), ensure_ascii=False, default=str),
-        )
-        for c in calls
-    ]
+    return [tool_call(c.get("id"), c.get("name"), c.get("args", {})) for c in calls]
 
 
 def to_message(message: BaseMessage) -> Message:
@@ -42,7 +31,7 @@ def to_message(message: BaseMessage) -> Message:
     if kind == "chat":
         kind = getattr(message, "role", "user")
     return Message(
-        role=_ROLES.get(kind, "user"),
+        role=normalise_role(kind, "user"),
         content=str(message.text),
         name=message.name,
         tool_calls=_tool_calls(message),
@@ -104,8 +93,3 @@ def with_skills(system: SystemMessage | None, injection: Injection) -> SystemMes
     if new_content == content:
         return system
     return system.model_copy(update={"content": new_content})
-
-
-def message_key(m: Message) -> tuple[Any, ...]:
-    """Identity of a message inside one run (to merge what successive model calls saw)."""
-    return (m.role, m.content, m.tool_call_id, tuple((c.id, c.name) for c in m.tool_calls))

@@ -1,40 +1,22 @@
 """Translation between LangChain messages (LangGraph's state) and metaclaw-core's models.
 
-A copy of the same translation in metaclaw-langchain: each adapter installs on its own.
+The same few lines as metaclaw-langchain's (each adapter installs on its own); the role and
+tool-call rules themselves are the core's (``normalise_role``, ``tool_call``).
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage
 
-from metaclaw_core import Message, ModelOutput, ToolCall
-
-_ROLES = {
-    "system": "system",
-    "developer": "system",
-    "human": "user",
-    "user": "user",
-    "ai": "assistant",
-    "assistant": "assistant",
-    "tool": "tool",
-    "function": "tool",
-}
+from metaclaw_core import Message, ModelOutput, ToolCall, normalise_role, tool_call
 
 
 def _tool_calls(message: BaseMessage) -> list[ToolCall]:
     calls = getattr(message, "tool_calls", None) or []
-    return [
-        ToolCall(
-            id=c.get("id"),
-            name=c.get("name") or "",
-            arguments=json.dumps(c.get("args", {}), ensure_ascii=False, default=str),
-        )
-        for c in calls
-    ]
+    return [tool_call(c.get("id"), c.get("name"), c.get("args", {})) for c in calls]
 
 
 def to_message(message: BaseMessage) -> Message:
@@ -43,7 +25,7 @@ def to_message(message: BaseMessage) -> Message:
     if kind == "chat":
         kind = getattr(message, "role", "user")
     return Message(
-        role=_ROLES.get(kind, "user"),
+        role=normalise_role(kind, "user"),
         content=str(message.text),
         name=message.name,
         tool_calls=_tool_calls(message),

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import inspect
-import logging
 import threading
-import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -16,22 +14,12 @@ from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from langgraph.runtime import Runtime
 from langgraph.types import Command
 
-from metaclaw_core import CallContext, Injection, MetaClaw
+from metaclaw_core import CallContext, Injection, MetaClaw, ModelCall, ModelOutput, record_fault
 from metaclaw_langgraph._messages import last_ai_message, to_messages, to_output
-
-log = logging.getLogger("metaclaw.langgraph")
 
 FRAMEWORK = "langgraph"
 SKILLS_MESSAGE_ID = "metaclaw-skills"
 _REMEMBERED_INJECTIONS = 1024
-
-
-def _record_fault(engine: Any, where: str, exc: BaseException) -> None:
-    """Fail open: count and log (rate-limited by the engine) and let the graph go on."""
-    try:
-        engine.faults.record(where, exc)
-    except Exception:
-        log.warning("metaclaw: %s failed, the graph goes on without it: %r", where, exc)
 
 
 def _get(state: Any, key: str) -> Any:
@@ -141,7 +129,7 @@ class MetaClawGraph:
             messages, ctx = self._skills_context(state, config)
             return self._update(messages, self.engine.before_call(ctx))
         except Exception as exc:
-            _record_fault(self.engine, "langgraph skills node", exc)
+            record_fault(self.engine, "langgraph skills node", exc)
             return {}
 
     async def askills_node(self, state: Any, config: RunnableConfig) -> dict[str, Any]:
@@ -150,7 +138,7 @@ class MetaClawGraph:
             messages, ctx = self._skills_context(state, config)
             return self._update(messages, await self.engine.abefore_call(ctx))
         except Exception as exc:
-            _record_fault(self.engine, "langgraph skills node", exc)
+            record_fault(self.engine, "langgraph skills node", exc)
             return {}
 
     # -- capture of the model node -------------------------------------------------------
@@ -171,32 +159,29 @@ class MetaClawGraph:
             )
             return ctx, injection
         except Exception as exc:
-            _record_fault(self.engine, "langgraph capture", exc)
+            record_fault(self.engine, "langgraph (capture)", exc)
             return None
 
-    def _record(
-        self,
-        prepared: tuple[CallContext, Any] | None,
-        result: Any,
-        error: BaseException | None,
-        started: float,
-    ) -> None:
-        if prepared is None:
-            return
-        try:
-            ctx, injection = prepared
+    def _call(self, state: Any, config: RunnableConfig) -> ModelCall:
+        """The core's call wrapper around one run of the model node (capture only: the
+        skills node injected)."""
+        prepared = self._prepare(state, config)
+        ctx, injection = prepared if prepared is not None else (None, None)
+
+        def output_of(result: Any) -> ModelOutput:
             output = last_ai_message(_updated_messages(result, self.messages_key))
-            if output is not None:
+            if output is not None and ctx is not None:
                 ctx.model = (output.response_metadata or {}).get("model_name")
-            self.engine.after_call(
-                ctx,
-                None if error is not None else to_output(output),
-                injection=injection,
-                error=error,
-                latency_ms=(time.perf_counter() - started) * 1000.0,
-            )
-        except Exception as exc:
-            _record_fault(self.engine, "langgraph capture", exc)
+            return to_output(output)
+
+        return ModelCall(
+            self.engine,
+            ctx,
+            inject=False,
+            injection=injection,
+            output_of=output_of,
+            where="langgraph",
+        )
 
     def capture(self, node: Callable[..., Any] | Runnable[Any, Any]) -> Any:
         """Wrap the model node so each of its calls is captured (sync or async, as ``node``).
@@ -208,24 +193,14 @@ class MetaClawGraph:
             runnable = node
 
             def call_runnable(state: Any, config: RunnableConfig) -> Any:
-                prepared, started = self._prepare(state, config), time.perf_counter()
-                try:
-                    result = runnable.invoke(state, config)
-                except Exception as exc:
-                    self._record(prepared, None, exc, started)
-                    raise
-                self._record(prepared, result, None, started)
-                return result
+                with self._call(state, config) as call:
+                    call.result = runnable.invoke(state, config)
+                return call.result
 
             async def acall_runnable(state: Any, config: RunnableConfig) -> Any:
-                prepared, started = self._prepare(state, config), time.perf_counter()
-                try:
-                    result = await runnable.ainvoke(state, config)
-                except Exception as exc:
-                    self._record(prepared, None, exc, started)
-                    raise
-                self._record(prepared, result, None, started)
-                return result
+                async with self._call(state, config) as call:
+                    call.result = await runnable.ainvoke(state, config)
+                return call.result
 
             return RunnableLambda(call_runnable, afunc=acall_runnable, name=runnable.get_name())
 
@@ -244,27 +219,17 @@ class MetaClawGraph:
         if inspect.iscoroutinefunction(fn):
 
             async def acaptured(state: Any, config: RunnableConfig, runtime: Runtime[Any]) -> Any:
-                prepared, started = self._prepare(state, config), time.perf_counter()
-                try:
-                    result = await fn(state, **extra(config, runtime))
-                except Exception as exc:
-                    self._record(prepared, None, exc, started)
-                    raise
-                self._record(prepared, result, None, started)
-                return result
+                async with self._call(state, config) as call:
+                    call.result = await fn(state, **extra(config, runtime))
+                return call.result
 
             acaptured.__name__ = getattr(fn, "__name__", "model")
             return acaptured
 
         def captured(state: Any, config: RunnableConfig, runtime: Runtime[Any]) -> Any:
-            prepared, started = self._prepare(state, config), time.perf_counter()
-            try:
-                result = fn(state, **extra(config, runtime))
-            except Exception as exc:
-                self._record(prepared, None, exc, started)
-                raise
-            self._record(prepared, result, None, started)
-            return result
+            with self._call(state, config) as call:
+                call.result = fn(state, **extra(config, runtime))
+            return call.result
 
         captured.__name__ = getattr(fn, "__name__", "model")
         return captured

@@ -9,7 +9,6 @@ an LLM call to its query, and tells a call made inside another call (a completio
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from collections import OrderedDict
@@ -33,16 +32,19 @@ from llama_index.core.instrumentation.events.query import QueryStartEvent
 from llama_index.core.instrumentation.span import BaseSpan
 from llama_index.core.instrumentation.span_handlers import BaseSpanHandler
 
-from metaclaw_core import CallContext, Injection, Message, MetaClaw, ModelOutput, ToolCall
-from metaclaw_llamaindex._postprocessor import FRAMEWORK, SkillsInjectedEvent, record_fault
+from metaclaw_core import (
+    CallContext,
+    Injection,
+    Message,
+    MetaClaw,
+    ModelOutput,
+    ToolCall,
+    normalise_role,
+    record_fault,
+    tool_call,
+)
+from metaclaw_llamaindex._postprocessor import FRAMEWORK, SkillsInjectedEvent
 
-_ROLES = {
-    "system": "system",
-    "developer": "system",
-    "user": "user",
-    "tool": "tool",
-    "function": "tool",
-}
 _MAX_OPEN = 10_000
 
 
@@ -73,21 +75,14 @@ def _tool_calls(kwargs: dict[str, Any]) -> list[ToolCall]:
     for c in kwargs.get("tool_calls") or []:
         fn = c.get("function", {}) if isinstance(c, dict) else getattr(c, "function", None)
         get = fn.get if isinstance(fn, dict) else (lambda k, fn=fn: getattr(fn, k, None))
-        args = get("arguments")
-        out.append(
-            ToolCall(
-                id=c.get("id") if isinstance(c, dict) else getattr(c, "id", None),
-                name=_text(get("name")),
-                arguments=args if isinstance(args, str) else json.dumps(args, default=str),
-            )
-        )
+        call_id = c.get("id") if isinstance(c, dict) else getattr(c, "id", None)
+        out.append(tool_call(call_id, _text(get("name")), get("arguments")))
     return out
 
 
 def to_message(m: ChatMessage) -> Message:
-    role = m.role.value if hasattr(m.role, "value") else str(m.role)
     return Message(
-        role=_ROLES.get(role, "assistant"),
+        role=normalise_role(m.role, "assistant"),
         content=_text(m.content),
         tool_calls=_tool_calls(m.additional_kwargs),
         tool_call_id=m.additional_kwargs.get("tool_call_id"),

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 # LlamaIndex's documented import path (a re-export mypy cannot see as such)
@@ -12,22 +11,13 @@ from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 from pydantic import PrivateAttr
 
-from metaclaw_core import CallContext, Injection, MetaClaw
+from metaclaw_core import CallContext, Injection, MetaClaw, record_fault
 
-log = logging.getLogger("metaclaw.llamaindex")
 dispatcher = get_dispatcher(__name__)
 
 FRAMEWORK = "llamaindex"
 SKILLS_NODE_MARK = "metaclaw"  # metadata key on the injected node; its value is "skills"
 _HIDDEN_KEYS = [SKILLS_NODE_MARK, "skills", "generation"]
-
-
-def record_fault(engine: Any, where: str, exc: BaseException) -> None:
-    """Fail open: count and log (rate-limited by the engine) and let the query go on."""
-    try:
-        engine.faults.record(where, exc)
-    except Exception:
-        log.warning("metaclaw: %s failed, the query goes on without it: %r", where, exc)
 
 
 class SkillsInjectedEvent(BaseEvent):

@@ -6,7 +6,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from "node:net";
 import { after, before, beforeEach, test } from "node:test";
 
-import plugin, { metaclawCommand, MetaClawClient, readConfig, registerMetaClaw, taskOf, turnCapture } from "../index.ts";
+import plugin, { metaclawCommand, MetaClawClient, readConfig, recentUserMessages, registerMetaClaw, turnCapture } from "../index.ts";
 
 type Seen = { method: string; url: string; headers: Record<string, unknown>; body: any };
 type Handler = (req: Seen) => { status?: number; body?: unknown; delayMs?: number };
@@ -245,20 +245,25 @@ test("turnCapture without a final answer keeps every message", () => {
   assert.deepEqual(t, { messages: [{ role: "user", content: "only a question" }] });
 });
 
-test("a continue prompt after a retried error retrieves for the user's own last message", async () => {
+test("the recent user messages go with the task: the service extracts the query", async () => {
   const resume = "[Mon 2026-11-30 10:55 UTC] Continue the current task from the existing transcript, preserving completed work.";
   const history = [
     { role: "user", content: [{ type: "text", text: "Rename the report to the P2 convention" }] },
     { role: "assistant", content: [{ type: "text", text: "" }] },
     { role: "user", content: "<<<BEGIN_OPENCLAW_INTERNAL_CONTEXT>>>\nstate" },
   ];
-  assert.equal(taskOf(resume, history), "Rename the report to the P2 convention");
-  assert.equal(taskOf(resume, []), resume); // nothing better to use
-  assert.equal(taskOf("Continue with the sequel", history), "Continue with the sequel"); // a user's own words
+  assert.deepEqual(recentUserMessages(history), [
+    { role: "user", content: "Rename the report to the P2 convention" },
+    { role: "user", content: "<<<BEGIN_OPENCLAW_INTERNAL_CONTEXT>>>\nstate" },
+  ]);
+  assert.deepEqual(recentUserMessages(undefined), []);
+  const many = Array.from({ length: 20 }, (_, i) => ({ role: "user", content: `task ${i}` }));
+  assert.deepEqual(recentUserMessages(many).map((m) => m.content), Array.from({ length: 8 }, (_, i) => `task ${i + 12}`));
 
   const { api, hook } = fakeApi({ serviceUrl: url });
   registerMetaClaw(api);
   respond = () => ({ body: { call_id: "c-2", text: "" } });
   await hook("before_prompt_build")({ prompt: resume, currentUserMessage: resume, messages: history }, CTX);
-  assert.equal(seen[0].body.task, "Rename the report to the P2 convention");
+  assert.equal(seen[0].body.task, resume);
+  assert.equal(seen[0].body.messages[0].content, "Rename the report to the P2 convention");
 });
