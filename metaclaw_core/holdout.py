@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from metaclaw_core.hookspecs import hookimpl
 from metaclaw_core.models import Generation, ScoredSkill, Skill, utcnow
-from metaclaw_core.store.db import sql_in, sql_str
+from metaclaw_core.store.db import HOLDOUT_CALLS, HOLDOUTS, sql_in, sql_str
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -34,8 +34,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("metaclaw.holdout")
 
-HOLDOUTS = "holdouts"
-HOLDOUT_CALLS = "holdout_calls"
 INJECTED = "injected"
 HELD_OUT = "held_out"
 

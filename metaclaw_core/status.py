@@ -49,7 +49,7 @@ def _quick_status(settings: Settings) -> dict[str, Any] | None:
         return None
     from metaclaw_core.embeddings import make_embedder
     from metaclaw_core.skills.snapshot_cache import cache_path, load_snapshot
-    from metaclaw_core.store.db import GENERATIONS, TRAJECTORIES
+    from metaclaw_core.store.db import GENERATIONS, HOLDOUTS, TRAJECTORIES
     from metaclaw_core.store.manifest import table_rows
 
     embedder = make_embedder(settings.embedding)  # made, not loaded
@@ -64,6 +64,8 @@ def _quick_status(settings: Settings) -> dict[str, Any] | None:
     else:
         generation, live = 0, 0
     trajectories = table_rows(uri, TRAJECTORIES) or 0
+    if table_rows(uri, HOLDOUTS):
+        return None  # a skill under holdout: its counts are read from the store
     return {
         "home": str(settings.home),
         "store_uri": uri,
@@ -92,6 +94,7 @@ def _quick_status(settings: Settings) -> dict[str, Any] | None:
             "failures_since_evolution": 0,
             "last_error": None,
         },
+        "holdout": {"active": {}, "pending": 0, "decisions": 0, "last_error": None},
         "last_error": None,
         "trajectories": trajectories,
         "config_file": str(settings.config_file),

@@ -12,8 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from metaclaw_core.evolve.validation import replay_rows
-from metaclaw_core.holdout import HOLDOUTS
-from metaclaw_core.store.db import REWARDS, TRAJECTORIES
+from metaclaw_core.store.db import HOLDOUTS, REWARDS, TRAJECTORIES
 
 if TYPE_CHECKING:
     from metaclaw_core.engine import MetaClaw

@@ -25,6 +25,8 @@ SCHEMA_VERSION = 1
 SKILLS = "skills"
 GENERATIONS = "generations"
 TRAJECTORIES = "trajectories"
+HOLDOUTS = "holdouts"  # the randomised holdout of new skills (metaclaw_core.holdout)
+HOLDOUT_CALLS = "holdout_calls"
 REWARDS = "rewards"
 
 PK_METADATA = b"lance-schema:unenforced-primary-key:position"

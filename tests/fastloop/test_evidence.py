@@ -64,7 +64,7 @@ def test_the_commands_print_evidence_and_write_the_png(
     learned.close()
     monkeypatch.setenv("METACLAW_HOME", str(home))
     monkeypatch.setenv("METACLAW_LOAD_ENTRYPOINTS", "false")
-    monkeypatch.setattr(builtin_embedder, "make_embedder", lambda _s: minilm)
+    monkeypatch.setattr(builtin_embedder, "make_embedder", lambda _s, **_k: minilm)
     got = runner.invoke(app, ["skills", "evidence", "iso-times", "--json"], catch_exceptions=False)
     assert got.exit_code == 0, got.output
     (record,) = json.loads(got.output)["skills"]

@@ -47,7 +47,7 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, minilm: Any, llm: Scri
     monkeypatch.setenv("METACLAW_EVOLVER__AUTO", "false")
     monkeypatch.setenv("METACLAW_VETTING__REVIEW", "manual")
     # Every engine the commands open reuses the MiniLM this session loaded (still the real one).
-    monkeypatch.setattr(builtin_embedder, "make_embedder", lambda _s: minilm)
+    monkeypatch.setattr(builtin_embedder, "make_embedder", lambda _s, **_k: minilm)
     return h
 
 
