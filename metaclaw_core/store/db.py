@@ -95,34 +95,12 @@ def generations_schema() -> pa.Schema:
 
 
 def trajectories_schema(dim: int) -> pa.Schema:
+    """The ``trajectories`` table, laid out from the model (:mod:`metaclaw_core.store.layout`)."""
     import pyarrow as pa
 
-    TS = timestamp_type()
-    return pa.schema(
-        [
-            pa.field("id", pa.string(), nullable=False),
-            pa.field("created_at", TS),
-            pa.field("session_id", pa.string()),
-            pa.field("framework", pa.string()),
-            pa.field("model", pa.string()),
-            pa.field("generation", pa.int64()),
-            pa.field("query", pa.string()),
-            pa.field("messages_json", pa.string()),
-            pa.field("output_json", pa.string()),
-            pa.field("output_text", pa.string()),
-            pa.field("injected_skills", pa.list_(pa.string())),
-            pa.field("latency_ms", pa.float64()),
-            pa.field("error", pa.string()),
-            pa.field("outcome", pa.string()),
-            pa.field("truncated", pa.bool_()),
-            pa.field("metadata_json", pa.string()),
-            pa.field("vector", pa.list_(pa.float32(), dim)),
-            # The model that made the query ``vector`` (Embedder.model_id); null in rows
-            # written before it was recorded and where there is no vector.
-            pa.field("embedder", pa.string()),
-        ],
-        metadata={"metaclaw_schema_version": str(SCHEMA_VERSION)},
-    )
+    from metaclaw_core.store.layout import arrow_fields
+
+    return pa.schema(arrow_fields(dim), metadata={"metaclaw_schema_version": str(SCHEMA_VERSION)})
 
 
 def rewards_schema() -> pa.Schema:

@@ -20,6 +20,7 @@ import orjson
 
 from metaclaw_core.embeddings import Vector
 from metaclaw_core.models import Reward, Trajectory
+from metaclaw_core.store.layout import scalar_columns
 
 KIND_TRAJECTORY = "t"
 KIND_REWARD = "r"
@@ -32,19 +33,8 @@ def dumps(obj: Any) -> bytes:
     return orjson.dumps(obj, default=str, option=_OPTIONS)
 
 
-SCALAR_COLUMNS = (
-    "id",
-    "created_at",
-    "session_id",
-    "framework",
-    "model",
-    "generation",
-    "query",
-    "latency_ms",
-    "error",
-    "outcome",
-    "truncated",
-)
+# the scalar fields copied to columns of the same name (the layout is declared once, in layout.py)
+SCALAR_COLUMNS = scalar_columns()
 
 
 @dataclass(slots=True)
