@@ -148,9 +148,11 @@ def _now() -> str:
 
 
 def default_agent(config: ModelConfig, engine: Any) -> Agent:
-    from metaclaw_core.bench.agent import LangChainAgent
+    """The LangChain agent the LangChain adapter registers (``metaclaw.bench_agents``)."""
+    from metaclaw_core.bench.agent import agent_factory
 
-    return LangChainAgent(config, engine)
+    agent: Agent = agent_factory("langchain")(config, engine)
+    return agent
 
 
 class BenchRun:

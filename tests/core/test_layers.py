@@ -163,11 +163,9 @@ def test_the_check_sees_every_kind_of_import(tmp_path: Path, source: str) -> Non
 
 
 ADAPTERS = ("metaclaw_langchain", "metaclaw_langgraph", "metaclaw_llamaindex")
-# The core distribution importing its own adapters (which depend on it): not removed yet.
-KNOWN_ADAPTER_IMPORTS = {
-    # the bench's LangChain agent drives the real middleware (the bench measures that path)
-    ("metaclaw_core.bench.agent", "metaclaw_langchain"),
-}
+# The core distribution importing its own adapters (which depend on it): none. The bench's
+# LangChain agent lives with the adapter and is found through an entry point.
+KNOWN_ADAPTER_IMPORTS: set[tuple[str, str]] = set()
 
 
 def test_the_core_imports_no_adapter() -> None:
@@ -183,3 +181,11 @@ def test_the_core_imports_no_adapter() -> None:
             )
             found |= {(module_name(path), n.split(".")[0]) for n in names if n.startswith(ADAPTERS)}
     assert found == KNOWN_ADAPTER_IMPORTS
+
+
+def test_the_bench_finds_its_langchain_agent_through_the_adapters_entry_point() -> None:
+    from metaclaw_core.bench.agent import agent_factory
+
+    assert agent_factory("langchain").__module__ == "metaclaw_langchain.bench_agent"
+    with pytest.raises(RuntimeError, match="no benchmark agent 'nope' is installed"):
+        agent_factory("nope")
