@@ -79,7 +79,7 @@ def freeze_gc() -> None:
 
     Importing torch, transformers and sentence-transformers and loading the model leaves
     hundreds of thousands of long-lived objects; each full (generation 2) collection, which
-    the host's own allocations trigger, scans all of them, measured at ~340 ms on two cores.
+    the host's own allocations trigger, scans all of them (a long pause: docs/benchmarks.md).
     Frozen objects are still freed by reference counting; only reference cycles among them are
     never reclaimed, and the collection just before the freeze clears those that exist now.
     """

@@ -116,7 +116,7 @@ _T = TypeVar("_T")
 
 
 async def _to_thread(fn: Callable[..., _T], *args: Any) -> _T:
-    import asyncio  # only async hosts pay for it (≈40-70 ms to import on two cores)
+    import asyncio  # only async hosts pay for its import
 
     return await asyncio.to_thread(fn, *args)
 
