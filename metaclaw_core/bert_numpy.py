@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import math
 import threading
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -173,6 +173,24 @@ def check_model_dir(model_dir: Path) -> tuple[dict[str, Any], int, bool]:
     )
 
 
+def padded_batches(
+    token_ids: Sequence[list[int]], batch_size: int, mask_dtype: Any
+) -> Iterator[tuple[list[int], npt.NDArray[np.int64], npt.NDArray[Any]]]:
+    """Texts' token ids as padded (positions, ids, mask) batches, shortest texts first (as
+    sentence-transformers batches: each batch pads only to its own longest text)."""
+    order = sorted(range(len(token_ids)), key=lambda i: len(token_ids[i]))
+    for start in range(0, len(order), batch_size):
+        chunk = order[start : start + batch_size]
+        t = max(len(token_ids[i]) for i in chunk)
+        ids = np.zeros((len(chunk), t), dtype=np.int64)
+        mask = np.zeros((len(chunk), t), dtype=mask_dtype)
+        for row, i in enumerate(chunk):
+            n = len(token_ids[i])
+            ids[row, :n] = token_ids[i]
+            mask[row, :n] = 1
+        yield chunk, ids, mask
+
+
 def load_tokenizer(model_dir: Path, max_seq_length: int) -> Any:
     """The model's HF tokenizer, one text at a time (no padding), truncated as the model is."""
     from tokenizers import Tokenizer
@@ -290,16 +308,7 @@ class NumpyBert:
             return out
         with self._lock:
             token_ids = self._tokenise(texts)
-        order = sorted(range(len(texts)), key=lambda i: len(token_ids[i]))
-        for start in range(0, len(order), batch_size):
-            chunk = order[start : start + batch_size]
-            t = max(len(token_ids[i]) for i in chunk)
-            ids = np.zeros((len(chunk), t), dtype=np.int64)
-            mask = np.zeros((len(chunk), t), dtype=np.float32)
-            for row, i in enumerate(chunk):
-                n = len(token_ids[i])
-                ids[row, :n] = token_ids[i]
-                mask[row, :n] = 1.0
+        for chunk, ids, mask in padded_batches(token_ids, batch_size, np.float32):
             out[chunk] = self._forward(ids, mask)
         if self.normalise:
             norms = np.linalg.norm(out, axis=1, keepdims=True)

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from metaclaw_core.bert_numpy import NumpyBert, check_model_dir, load_tokenizer
+from metaclaw_core.bert_numpy import NumpyBert, check_model_dir, load_tokenizer, padded_batches
 from metaclaw_core.errors import EmbedderError
 
 F32 = npt.NDArray[np.float32]
@@ -49,6 +49,23 @@ def build_graph(bert: NumpyBert) -> bytes:
         return output
 
     eps = float(bert.eps)
+
+    def skip_norm(
+        y: str,
+        skip: str,
+        p: str,
+        ln: str,
+        gamma: npt.NDArray[Any],
+        beta: npt.NDArray[Any],
+        bias_name: str,
+        bias: npt.NDArray[Any],
+        out: str,
+    ) -> str:
+        """LayerNorm(y + bias + skip): the residual step after attention and after the FFN."""
+        inputs = [y, skip, init(p + ln + "_g", gamma), init(p + ln + "_b", beta)]
+        inputs.append(init(p + bias_name, bias))
+        return node("SkipLayerNormalization", inputs, p + out, domain=MS, epsilon=eps)
+
     # token type 0 everywhere: its embedding is folded into the position table
     position = (bert.position + bert.token_type0).astype(np.float32)
     ids = node("Cast", ["input_ids"], "ids32", to=TensorProto.INT32)
@@ -82,35 +99,11 @@ def build_graph(bert: NumpyBert) -> bytes:
             num_heads=bert.heads,
         )
         proj = node("MatMul", [attn, init(p + "out_w", layer.out_w)], p + "proj")
-        x = node(
-            "SkipLayerNormalization",
-            [
-                proj,
-                x,
-                init(p + "ln1_g", layer.ln1_g),
-                init(p + "ln1_b", layer.ln1_b),
-                init(p + "out_b", layer.out_b),
-            ],
-            p + "x1",
-            domain=MS,
-            epsilon=eps,
-        )
+        x = skip_norm(proj, x, p, "ln1", layer.ln1_g, layer.ln1_b, "out_b", layer.out_b, "x1")
         up = node("MatMul", [x, init(p + "up_w", layer.up_w)], p + "up")
         act = node("BiasGelu", [up, init(p + "up_b", layer.up_b)], p + "gelu", domain=MS)
         down = node("MatMul", [act, init(p + "down_w", layer.down_w)], p + "down")
-        x = node(
-            "SkipLayerNormalization",
-            [
-                down,
-                x,
-                init(p + "ln2_g", layer.ln2_g),
-                init(p + "ln2_b", layer.ln2_b),
-                init(p + "down_b", layer.down_b),
-            ],
-            p + "x2",
-            domain=MS,
-            epsilon=eps,
-        )
+        x = skip_norm(down, x, p, "ln2", layer.ln2_g, layer.ln2_b, "down_b", layer.down_b, "x2")
     maskf = node("Cast", ["attention_mask"], "maskf", to=TensorProto.FLOAT)
     mask3 = node("Unsqueeze", [maskf, init("axis2", np.array([2], dtype=np.int64))], "mask3")
     summed = node(
@@ -210,16 +203,7 @@ class OnnxBert:
             return out
         with self._lock:
             token_ids = [e.ids for e in self.tokenizer.encode_batch(list(texts))]
-        order = sorted(range(len(texts)), key=lambda i: len(token_ids[i]))
-        for start in range(0, len(order), batch_size):
-            chunk = order[start : start + batch_size]
-            t = max(len(token_ids[i]) for i in chunk)
-            ids = np.zeros((len(chunk), t), dtype=np.int64)
-            mask = np.zeros((len(chunk), t), dtype=np.int64)
-            for row, i in enumerate(chunk):
-                n = len(token_ids[i])
-                ids[row, :n] = token_ids[i]
-                mask[row, :n] = 1
+        for chunk, ids, mask in padded_batches(token_ids, batch_size, np.int64):
             (pooled,) = self.session.run(None, {"input_ids": ids, "attention_mask": mask})
             out[chunk] = pooled
         if self.normalise:
