@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 from typing import TYPE_CHECKING, Any
 
 from metaclaw_core.config import Settings
@@ -30,6 +31,16 @@ HOLDOUT_CALLS = "holdout_calls"
 REWARDS = "rewards"
 
 PK_METADATA = b"lance-schema:unenforced-primary-key:position"
+OPEN_ATTEMPTS = 5  # opening/creating a table another process is creating at the same moment
+_CONFLICT_WORDS = ("concurrent", "conflict", "retryable commit")
+
+
+def is_commit_conflict(exc: BaseException) -> bool:
+    """A Lance commit lost to another writer's commit (the operation may be tried again)."""
+    text = str(exc).lower()
+    return any(word in text for word in _CONFLICT_WORDS)
+
+
 # Tables whose key makes merge_insert a compare-and-set across concurrent writers.
 PRIMARY_KEYS = {GENERATIONS: "number"}
 
@@ -189,23 +200,31 @@ class Store:
             if tbl is not None:
                 return tbl
             db = self.connect()
-            try:
-                tbl = self._open(name)
-                if tbl is not None:
-                    if schema is not None:
-                        self._migrate(tbl, schema)
-                elif schema is None:
-                    return None
-                else:
-                    tbl = db.create_table(name, schema=schema, exist_ok=True)
-                if name in PRIMARY_KEYS:
-                    self._ensure_primary_key(tbl, PRIMARY_KEYS[name])
-            except StoreError:
-                raise
-            except Exception as exc:
-                raise StoreError(
-                    f"metaclaw: cannot open table {name!r} in {self.uri!r}: {exc}"
-                ) from exc
+            for attempt in range(OPEN_ATTEMPTS):
+                try:
+                    tbl = self._open(name)
+                    if tbl is not None:
+                        if schema is not None:
+                            self._migrate(tbl, schema)
+                    elif schema is None:
+                        return None
+                    else:
+                        tbl = db.create_table(name, schema=schema, exist_ok=True)
+                    if name in PRIMARY_KEYS:
+                        self._ensure_primary_key(tbl, PRIMARY_KEYS[name])
+                    break
+                except StoreError:
+                    raise
+                except Exception as exc:
+                    # Another process created or changed the table between our look and our
+                    # commit (two hosts starting at once on one object store): look again.
+                    if is_commit_conflict(exc) and attempt + 1 < OPEN_ATTEMPTS:
+                        log.info("metaclaw: table %s changed while opening; retrying", name)
+                        time.sleep(0.05 * (attempt + 1))
+                        continue
+                    raise StoreError(
+                        f"metaclaw: cannot open table {name!r} in {self.uri!r}: {exc}"
+                    ) from exc
             self._tables[name] = tbl
             return tbl
 
