@@ -545,9 +545,10 @@ class VettingSettings(BaseModel):
     )
     intent_review: bool = Field(
         True,
-        description="Review what every skill asks the model to do, by meaning: each sentence "
-        "is compared with the risky-intent exemplars (plugins/intent_exemplars.yaml), locally "
-        "and offline.",
+        description="Review what every skill asks the model to do, by meaning: each statement "
+        "is scored per risky-intent category by the shipped classifier (plugins/intent_model.npz, "
+        "trained on plugins/intent_training/ and plugins/intent_exemplars.yaml), locally and "
+        "offline.",
     )
     quarantine_score: float = Field(
         0.8,
