@@ -30,12 +30,10 @@ from metaclaw_core.evolve.report import Kind, Replay, Validation
 from metaclaw_core.llm import LLMClient, LLMError
 from metaclaw_core.models import (
     CallContext,
-    Message,
     ScoredSkill,
     Skill,
     Trajectory,
     new_id,
-    strip_injection,
     utcnow,
 )
 from metaclaw_core.reward.judge import majority_vote, parse_vote
@@ -43,7 +41,7 @@ from metaclaw_core.reward.transcript import clip, safe
 from metaclaw_core.skills.index import SkillSnapshot
 from metaclaw_core.skills.verdict import Finding
 from metaclaw_core.store.db import REWARDS, TRAJECTORIES, sql_in, sql_str
-from metaclaw_core.wire.openai_format import apply_injection
+from metaclaw_core.wire.openai_format import apply_injection, wire_messages
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -88,30 +86,6 @@ def replays_schema() -> pa.Schema:
         ],
         metadata={"metaclaw_schema_version": "1"},
     )
-
-
-def wire_messages(messages: list[Message]) -> list[dict[str, Any]]:
-    """Recorded messages as OpenAI chat messages, without any earlier skills block."""
-    out: list[dict[str, Any]] = []
-    for m in messages:
-        role = "system" if m.role == "system" else m.role
-        content = strip_injection(m.content).rstrip() if role == "system" else m.content
-        d: dict[str, Any] = {"role": role, "content": content}
-        if m.tool_calls:
-            d["tool_calls"] = [
-                {
-                    "id": c.id or f"call_{i}",
-                    "type": "function",
-                    "function": {"name": c.name, "arguments": c.arguments},
-                }
-                for i, c in enumerate(m.tool_calls)
-            ]
-        if m.tool_call_id:
-            d["tool_call_id"] = m.tool_call_id
-        if m.name and role in ("user", "assistant"):
-            d["name"] = m.name
-        out.append(d)
-    return out
 
 
 def endpoint_of(settings: Any) -> LLMEndpointSettings | None:

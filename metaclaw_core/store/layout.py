@@ -16,6 +16,7 @@ The column order is the stored order: tables written before keep their layout.
 
 from __future__ import annotations
 
+import functools
 import types
 import typing
 from datetime import datetime
@@ -59,10 +60,15 @@ def field_columns() -> tuple[str, ...]:
     return tuple(c for c in COLUMNS if c in Trajectory.model_fields)
 
 
-def _annotation(name: str) -> Any:
+@functools.cache
+def _hints() -> dict[str, Any]:
     from metaclaw_core.models import Trajectory
 
-    hint = typing.get_type_hints(Trajectory)[name]
+    return typing.get_type_hints(Trajectory)
+
+
+def _annotation(name: str) -> Any:
+    hint = _hints()[name]
     if get_origin(hint) in (Union, types.UnionType):  # X | None: the column is nullable anyway
         args = [a for a in get_args(hint) if a is not type(None)]
         if len(args) != 1:

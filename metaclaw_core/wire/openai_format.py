@@ -114,6 +114,31 @@ def to_messages(raw: list[dict[str, Any]]) -> list[Message]:
     return out
 
 
+def wire_messages(messages: list[Message]) -> list[dict[str, Any]]:
+    """Recorded messages as OpenAI chat messages (the inverse of :func:`to_messages`), without
+    any earlier skills block."""
+    out: list[dict[str, Any]] = []
+    for m in messages:
+        role = "system" if m.role == "system" else m.role
+        content = strip_injection(m.content).rstrip() if role == "system" else m.content
+        d: dict[str, Any] = {"role": role, "content": content}
+        if m.tool_calls:
+            d["tool_calls"] = [
+                {
+                    "id": c.id or f"call_{i}",
+                    "type": "function",
+                    "function": {"name": c.name, "arguments": c.arguments},
+                }
+                for i, c in enumerate(m.tool_calls)
+            ]
+        if m.tool_call_id:
+            d["tool_call_id"] = m.tool_call_id
+        if m.name and role in ("user", "assistant"):
+            d["name"] = m.name
+        out.append(d)
+    return out
+
+
 def apply_injection_to_body(body: dict[str, Any], injection: Injection) -> dict[str, Any]:
     """A copy of ``body`` whose messages carry the block (see :func:`apply_injection`)."""
     return {**body, "messages": apply_injection(body["messages"], injection)}
