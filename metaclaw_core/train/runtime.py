@@ -93,6 +93,8 @@ class SlowLoop:
         self.buffer = QueryBuffer(engine.store, engine.library.current_generation)
         self.checkpoints = CheckpointLog(engine.store)
         self.policy = PolicyServer(model_name=t.policy_model_name) if serve else None
+        if self.policy is not None:
+            engine.serving_policy = self.policy  # replay validation's default model
         self.trainer = GrpoTrainer(
             self.backend,
             self.buffer,
@@ -152,6 +154,8 @@ class SlowLoop:
             self.trainer.close()
         finally:
             if self.policy is not None:
+                if self.engine.serving_policy is self.policy:
+                    self.engine.serving_policy = None
                 self.policy.close()
 
     def status(self) -> dict[str, Any]:
