@@ -44,7 +44,7 @@ from metaclaw_core.reward.judge import majority_vote, parse_vote
 from metaclaw_core.reward.transcript import clip, safe
 from metaclaw_core.skills.index import SkillSnapshot
 from metaclaw_core.skills.verdict import Finding
-from metaclaw_core.store.db import REWARDS, TRAJECTORIES, sql_in, sql_str
+from metaclaw_core.store.db import REPLAYS, REWARDS, TRAJECTORIES, sql_in, sql_str
 from metaclaw_core.wire.openai_format import apply_injection, wire_messages
 
 if TYPE_CHECKING:
@@ -54,7 +54,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("metaclaw.validation")
 
-REPLAYS = "replays"
 JUDGE_PLUGIN = "builtin:judge"  # the PRM judge's generic verdict; a correction asks its own
 
 CORRECTION_SYSTEM = (
