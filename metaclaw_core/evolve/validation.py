@@ -456,6 +456,13 @@ class ReplayValidator:
             )
         elif out.fixed >= v.min_fixed:
             out.state, out.message = "validated", f"validated: {out.summary()}"
+        elif not out.fixed + out.not_fixed:
+            # Only successes could be scored: nothing says whether it fixes its failures
+            # (a file-check round's replay of one model call cannot be checked, say).
+            out.state = "not-validated"
+            out.message = (
+                f"not validated: none of its failures' replays could be scored ({out.summary()})"
+            )
         else:
             out.state, out.message = "failed", f"validation failed: {out.summary()}"
         return out

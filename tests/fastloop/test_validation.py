@@ -287,3 +287,33 @@ def test_a_named_validation_endpoint_wins_over_the_serving_policy(
     assert report.candidates[0].validation is not None
     assert report.candidates[0].validation.state == "validated"
     assert sampler.prompts == [] and agent.chat_requests()
+
+
+def test_failures_no_source_can_rescore_leave_the_candidate_not_validated_not_failed(
+    make_engine: Any, tmp_path: Path, llm: ScriptedOpenAI, agent: ScriptedOpenAI
+) -> None:
+    """The bench's file-check rounds: the one replayed model call cannot be checked (only the
+    whole round can), so kept successes alone say nothing about whether it fixes anything."""
+    engine = engine_with(make_engine, tmp_path, llm, agent.base_url)
+    failure = call(engine, "Greet the team and note the deadline of the Q3 plan", "Hi")
+    engine.feedback(failure, -1.0)  # a person's thumbs-down: no check can judge a replay
+    call(engine, "Say hello to the team", "Hello team!")
+    call(engine, "Say hello to the new team members", "Hello team!")
+    assert engine.flush(10) and engine.fastloop.wait_idle(20)
+    llm.enqueue(
+        skills_reply(
+            {
+                "name": "short-english-greetings",
+                "description": "Use when greeting the team or saying hello.",
+                "body": "Keep greetings short and in English.",
+                "failures": [1],
+            }
+        )
+    )
+    report = SkillEvolver(engine).evolve()
+    (cand,) = report.candidates
+    assert cand.validation is not None
+    assert cand.validation.unscored >= 1 and cand.validation.kept >= 1, cand.validation
+    assert cand.validation.state == "not-validated", cand.validation
+    assert "none of its failures' replays could be scored" in cand.validation.message
+    assert report.live == ["short-english-greetings"]
