@@ -19,6 +19,7 @@ from metaclaw_core.errors import MetaClawError
 from metaclaw_core.faults import FaultLog
 
 if TYPE_CHECKING:
+    from metaclaw_core.agents import validate_agent
     from metaclaw_core.call import ModelCall
     from metaclaw_core.capture import encode_call
     from metaclaw_core.config import Settings
@@ -38,7 +39,7 @@ if TYPE_CHECKING:
     from metaclaw_core.plugin_manager import make_plugin_manager
     from metaclaw_core.skills.block import choose_within_budget
     from metaclaw_core.skills.index import SkillSnapshot
-    from metaclaw_core.skills.library import ImportReport, SkillLibrary
+    from metaclaw_core.skills.library import ImportReport, LibraryState, SkillLibrary
     from metaclaw_core.skills.snapshot_cache import cache_path, load_snapshot, save_snapshot
     from metaclaw_core.skills.verdict import Finding, as_findings
     from metaclaw_core.skills.vetting import VetContext
@@ -60,6 +61,7 @@ def _load_runtime() -> None:
     if "SkillSnapshot" in globals():
         return
     from metaclaw_core import capture, embeddings, models
+    from metaclaw_core.agents import validate_agent
     from metaclaw_core.config import Settings
     from metaclaw_core.holdout import Holdout
     from metaclaw_core.plugin_manager import make_plugin_manager
@@ -75,6 +77,7 @@ def _load_runtime() -> None:
 
     names: dict[str, Any] = {
         "encode_call": capture.encode_call,
+        "validate_agent": validate_agent,
         "Settings": Settings,
         "Embedder": embeddings.Embedder,
         "LoadedEmbedder": embeddings.LoadedEmbedder,
@@ -131,6 +134,7 @@ FALLBACK_DIM = 384
 # ``generation = current``) and is kept as support data; ``metadata["degraded"]`` says why.
 GENERATION_UNKNOWN = -1
 DEGRADED_LIBRARY = "skill library not loaded yet"
+MAX_AGENT_SNAPSHOTS = 256  # other agents' snapshots kept (least recently built dropped)
 
 
 class MetaClaw:
@@ -140,6 +144,9 @@ class MetaClaw:
         settings: defaults to ``Settings()`` (``$METACLAW_HOME/config.toml`` + env).
         plugins: extra plugin objects or modules implementing :mod:`metaclaw_core.hookspecs`.
         capture: open the capture journal and writer (False for read-only tools).
+        agent: the agent of calls whose context names none (default: ``agents.default``,
+            ``"default"``). Calls may name another (``CallContext(agent=...)``): each agent
+            is served its own skills and the shared ones that reach it.
     """
 
     def __init__(
@@ -148,9 +155,11 @@ class MetaClaw:
         *,
         plugins: list[Any] | tuple[Any, ...] = (),
         capture: bool = True,
+        agent: str | None = None,
     ) -> None:
         _load_runtime()
         self.settings = settings or Settings()
+        self.agent: str = validate_agent(agent or self.settings.agents.default)
         self.faults = FaultLog(log)
         self.pm = make_plugin_manager(plugins, load_entrypoints=self.settings.load_entrypoints)
         self.hook = self.pm.hook
@@ -169,12 +178,18 @@ class MetaClaw:
                 if self.settings.role == "serving"
                 else None
             ),
+            agent=self.agent,
+            groups=self.settings.agents.groups,
         )
         self._last_refresh: float | None = None
         # recorded with each captured query vector (the trajectories' ``embedder`` column)
         self._embedder_id = self.library.embedder_id
         self.trajectories = TrajectoryStore(self.store, default_dim=self._vector_dim)
-        self._snapshot = SkillSnapshot(generation=0)
+        self._snapshot = SkillSnapshot(generation=0)  # the engine's own agent's
+        # Other agents' snapshots, built lazily on an agent's first call from the last read
+        # of the library (no I/O on the hot path); the dict is replaced, never changed.
+        self._agent_snapshots: dict[str, SkillSnapshot] = {}
+        self._state: LibraryState | None = None
         self._snapshot_loaded = threading.Event()  # first attempt done (maybe failed)
         self._library_loaded = False  # a snapshot (from the store or its cache) is served
         self._snapshot_from_cache = False  # ...from the cache: the store's read replaces it
@@ -258,9 +273,13 @@ class MetaClaw:
     def _inject(self, ctx: CallContext, query: str | None) -> Injection:
         """before_call, with the query given when the caller already extracted it."""
         started = time.perf_counter()
+        agent = ctx.agent or self.agent
         # Read the flag before the reference: the snapshot is swapped in before it is set.
         loaded = self._library_loaded
-        snap = self._snapshot  # one reference: the whole call sees one generation
+        if agent == self.agent:
+            snap = self._snapshot  # one reference: the whole call sees one generation
+        else:
+            snap, loaded = self._snapshot_of(agent)
         generation = snap.generation if loaded else GENERATION_UNKNOWN
         self.last_call_at = time.time()
         try:
@@ -300,6 +319,37 @@ class MetaClaw:
             )
         self._remember(injection)
         return injection
+
+    def _snapshot_of(self, agent: str) -> tuple[SkillSnapshot, bool]:
+        """Another agent's snapshot and whether the library is loaded for it: built from the
+        last read of the library on the agent's first call (in memory: no I/O), then kept
+        and rebuilt off the hot path with each new read."""
+        snap = self._agent_snapshots.get(agent)
+        if snap is not None:
+            return snap, True
+        state = self._state
+        if state is None:
+            return SkillSnapshot(generation=0), False
+        snap = self.library.snapshot_of(state, agent)
+        with self._snapshot_lock:
+            if self._state is state:  # a newer read would have built it from newer data
+                kept = dict(self._agent_snapshots)
+                kept[agent] = snap
+                while len(kept) > MAX_AGENT_SNAPSHOTS:
+                    kept.pop(next(iter(kept)))
+                self._agent_snapshots = kept
+        return snap, True
+
+    def snapshot_for(self, agent: str | None = None) -> SkillSnapshot:
+        """The skill index ``agent``'s calls are served from right now."""
+        agent = validate_agent(agent) if agent else self.agent
+        if agent == self.agent:
+            return self._snapshot
+        return self._snapshot_of(agent)[0]
+
+    def library_of(self, agent: str | None = None) -> SkillLibrary:
+        """The skill library acting for ``agent`` (default: this engine's)."""
+        return self.library.for_agent(agent)
 
     def _retrieve(
         self, ctx: CallContext, query: str, qvec: Vector | None, snap: SkillSnapshot
@@ -396,11 +446,12 @@ class MetaClaw:
             builtin_redaction = any(h.plugin_name == REDACTION_PLUGIN for h in hooks)
             host_plugins = len(hooks) - builtin_redaction
             tid = new_id()
-            generation = inj.generation if inj is not None else self._served_generation()
+            agent = ctx.agent or self.agent
+            generation = inj.generation if inj is not None else self._served_generation(agent)
             if generation == GENERATION_UNKNOWN and self._library_loaded:
                 # Loaded since before_call (an LLM call outlasts the first store read): the
                 # generation the store was at, the one the call would have been served from.
-                generation = self._snapshot.generation
+                generation = self._served_generation(agent)
             metadata = ctx.metadata
             if inj is not None and inj.degraded:
                 metadata = {**metadata, "degraded": inj.degraded}  # the trajectory says so
@@ -421,6 +472,7 @@ class MetaClaw:
                     "latency_ms": latency_ms,
                     "error": err,
                     "outcome": "error" if err else "unknown",
+                    "agent": agent,
                 },
                 metadata=metadata,
                 vector=inj.query_vector if inj is not None else None,
@@ -449,8 +501,11 @@ class MetaClaw:
             self.faults.record("after_call", exc)
             return None
 
-    def _served_generation(self) -> int:
-        return self._snapshot.generation if self._library_loaded else GENERATION_UNKNOWN
+    def _served_generation(self, agent: str | None = None) -> int:
+        if agent is None or agent == self.agent:
+            return self._snapshot.generation if self._library_loaded else GENERATION_UNKNOWN
+        snap, loaded = self._snapshot_of(agent)
+        return snap.generation if loaded else GENERATION_UNKNOWN
 
     def feedback(
         self, trajectory_id: str, reward: float, *, source: str = "user", detail: str | None = None
@@ -549,7 +604,7 @@ class MetaClaw:
             Path(path), replace=replace, strict=strict, allow_flagged=allow_flagged
         )
 
-    def vet_context(self) -> VetContext:
+    def vet_context(self, agent: str | None = None) -> VetContext:
         """What vetting checks may consult: the embedder, the live snapshot's vectors, and
         the risky-intent exemplars plugins add (``metaclaw_review_exemplars``)."""
         extra: dict[str, list[str]] = {}
@@ -559,7 +614,8 @@ class MetaClaw:
                     extra.setdefault(str(category), []).extend(str(t) for t in texts)
         except Exception as exc:  # a broken plugin must not open the gate: its checks still run
             self.faults.record("review exemplars", exc)
-        return VetContext(self.embedder, self._snapshot, exemplars=extra)
+        snap = self._snapshot if agent is None else self.snapshot_for(agent)
+        return VetContext(self.embedder, snap, exemplars=extra)
 
     def vet(
         self, skill: Skill, live: list[Skill], context: VetContext | None = None
@@ -588,7 +644,8 @@ class MetaClaw:
         return as_findings(answers)
 
     def _vet(self, skill: Skill, live: list[Skill]) -> list[Finding]:
-        return self.vet(skill, live)
+        agent = skill.agent if skill.agent != self.agent else None
+        return self.vet(skill, live, self.vet_context(agent))
 
     def _on_generation(self, generation: Generation, skills: list[Skill]) -> None:
         self.refresh_snapshot()
@@ -601,9 +658,15 @@ class MetaClaw:
         """Rebuild the index from the store and swap it in by reference (off the hot path)."""
         # Build outside the lock: the library takes its own lock, and a library change calls
         # back into here while holding it (lock-order inversion otherwise).
-        snap = self.library.snapshot()
+        state = self.library.state()
+        snap = self.library.snapshot_of(state, self.agent)
+        others = {a: self.library.snapshot_of(state, a) for a in list(self._agent_snapshots)}
         with self._snapshot_lock:
             first_read = not self._library_loaded or self._snapshot_from_cache
+            newer = self._state is None or state.number >= self._state.number
+            if newer or first_read:
+                self._state = state
+                self._agent_snapshots = others
             if snap.generation >= self._snapshot.generation or first_read:
                 self._snapshot = snap
             self._library_loaded = True
@@ -615,7 +678,7 @@ class MetaClaw:
         return served
 
     def _snapshot_cache_path(self) -> Path:
-        return cache_path(self.settings.home, self.settings.store_uri)
+        return cache_path(self.settings.home, self.settings.store_uri, self.agent)
 
     def _serve_cached_snapshot(self) -> None:
         """Serve the snapshot cached by the last run until the store's first read (below)."""
@@ -663,7 +726,8 @@ class MetaClaw:
                     self.refresh_snapshot()
                 else:
                     self.library.refresh()
-                    if self.library.current_generation() != self._snapshot.generation:
+                    known = self._state.number if self._state is not None else None
+                    if self.library.store_generation() != known:
                         self.refresh_snapshot()
                 self._last_refresh = time.monotonic()
             except Exception as exc:

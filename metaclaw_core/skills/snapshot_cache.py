@@ -28,9 +28,11 @@ log = logging.getLogger("metaclaw.skills")
 FORMAT = 1
 
 
-def cache_path(home: Path, store_uri: str) -> Path:
-    """Where the snapshot of ``store_uri`` is cached (one file per store)."""
-    digest = hashlib.sha256(store_uri.encode("utf-8")).hexdigest()[:16]
+def cache_path(home: Path, store_uri: str, agent: str | None = None) -> Path:
+    """Where the snapshot of ``store_uri`` is cached (one file per store and agent; the
+    default agent's keeps the name it had before agents)."""
+    key = store_uri if agent in (None, "default") else f"{store_uri}#agent={agent}"
+    digest = hashlib.sha256(key.encode("utf-8")).hexdigest()[:16]
     return home / "cache" / f"snapshot-{digest}.npz"
 
 

@@ -90,7 +90,9 @@ class SlowLoop:
         self.settings = settings or engine.settings
         t = self.settings.train
         self.backend = backend or build_backend(engine, self.settings)
-        self.buffer = QueryBuffer(engine.store, engine.library.current_generation)
+        self.buffer = QueryBuffer(
+            engine.store, engine.library.current_generation, agent=engine.agent
+        )
         self.checkpoints = CheckpointLog(engine.store)
         self.policy = PolicyServer(model_name=t.policy_model_name) if serve else None
         self.trainer = GrpoTrainer(
