@@ -61,6 +61,13 @@ class EncodedTrajectory:
         return str(orjson.loads(self.line)["d"]["id"])
 
     @property
+    def agent(self) -> str:
+        """The agent that made the call."""
+        if self.built is not None:
+            return self.built.agent
+        return str(orjson.loads(self.line)["d"].get("agent") or DEFAULT_AGENT)
+
+    @property
     def error(self) -> str | None:
         """The error the host reported for the call, if any."""
         if self.built is not None:

@@ -344,6 +344,21 @@ class TrajectoryStore:
             return "TRUE" if agent == DEFAULT_AGENT else "FALSE"
         return agent_filter(agent)
 
+    def agents_of(self, ids: Sequence[str]) -> dict[str, str]:
+        """Trajectory id → its agent, for the ids found."""
+        table = self._table(create=False)
+        if table is None or not ids:
+            return {}
+        if "agent" not in table.schema.names:
+            return {i: DEFAULT_AGENT for i in self.existing_ids(ids)}
+        out: dict[str, str] = {}
+        for i in range(0, len(ids), 500):
+            chunk = list(ids[i : i + 500])
+            rows = table.search().where(sql_in("id", chunk)).select(["id", "agent"]).limit(None)
+            for r in rows.to_arrow().to_pylist():
+                out[r["id"]] = agent_of(r["agent"])
+        return out
+
     def agents(self) -> dict[str, int]:
         """Trajectory count per agent (rows written before agents: the default agent's)."""
         table = self._table(create=False)
