@@ -18,13 +18,21 @@ if TYPE_CHECKING:
     from metaclaw_core.engine import MetaClaw
 
 
-def skill_evidence(engine: MetaClaw, name: str | None = None) -> list[dict[str, Any]]:
-    """One record per skill that has replays or a holdout (or ``name``'s alone)."""
+def skill_evidence(
+    engine: MetaClaw, name: str | None = None, *, agent: str | None = None
+) -> list[dict[str, Any]]:
+    """One record per skill that has replays or a holdout (or ``name``'s alone); with
+    ``agent``, only the skills that agent owns (or owned, or has pending)."""
     replays = replay_rows(engine, name, limit=100_000)
     holdout = engine.holdout
     states = {r["skill"]: r for r in holdout.states(name)} if _has(engine, HOLDOUTS) else {}
-    live = {s.name for s in engine.library.live()}
+    lib = engine.library_of(agent)
+    live = {s.name for s in lib.live()}
     names = sorted({r["skill"] for r in replays} | set(states) | ({name} if name else set()))
+    if agent is not None:
+        # The evidence tables name skills, not agents: keep the names this agent owns.
+        owned = {s.name for s in lib.all_versions()} | {s.name for s in lib.pending()}
+        names = [n for n in names if n in owned or n == name]
     out = []
     for n in names:
         mine = [r for r in replays if r["skill"] == n]

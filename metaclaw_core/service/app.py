@@ -22,6 +22,7 @@ from metaclaw_core import __version__
 from metaclaw_core.config import Settings
 from metaclaw_core.engine import MetaClaw
 from metaclaw_core.service import anthropic_proxy, api, dashboard, proxy
+from metaclaw_core.service.agent_scope import AgentScope, agent_tokens
 from metaclaw_core.service.auth import BearerAuth, check_bind
 from metaclaw_core.service.errors import install_error_handlers
 from metaclaw_core.service.limits import BodySizeLimit
@@ -125,7 +126,8 @@ def create_app(
         own_engine = True if own_engine is None else own_engine
     settings = settings or engine.settings
     token = settings.service.token.get_secret_value() if settings.service.token else None
-    check_bind(settings.service.host, token)
+    scoped = agent_tokens(settings)
+    check_bind(settings.service.host, token or (next(iter(scoped)) if scoped else None))
     state = ServiceState(engine=engine, settings=settings)
     if policy is not None:
         from metaclaw_core.train.serving import POLICY_BASE_URL, policy_app
@@ -179,7 +181,8 @@ def create_app(
 
     # add_middleware wraps: the last added is the outermost.
     app.add_middleware(BodySizeLimit, max_bytes=settings.service.max_request_bytes)
-    if token:
-        app.add_middleware(BearerAuth, token=token)
+    app.add_middleware(AgentScope, default_agent=engine.agent)  # inside the auth: reads it
+    if token or scoped:
+        app.add_middleware(BearerAuth, token=token, agent_tokens=scoped)
     app.add_middleware(RequestMetrics, metrics=state.metrics)
     return app

@@ -18,7 +18,7 @@ from functools import cache
 from importlib import resources
 from typing import Annotated, Any, Protocol, TypeVar
 
-from fastapi import APIRouter, Depends, Path, Request
+from fastapi import APIRouter, Depends, HTTPException, Path, Request
 from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -28,6 +28,7 @@ from metaclaw_core.evolve.lifecycle import skill_stats
 from metaclaw_core.evolve.record import EvolutionLog
 from metaclaw_core.models import SKILL_NAME_RE, Skill
 from metaclaw_core.scoring import mean_reward, trajectory_score
+from metaclaw_core.service.agent_scope import request_agent
 from metaclaw_core.service.errors import error_response
 from metaclaw_core.service.schemas import GenerationResponse
 from metaclaw_core.service.state import ServiceState, service_state
@@ -37,6 +38,21 @@ from metaclaw_core.train.checkpoints import CHECKPOINTS, CheckpointLog
 
 router = APIRouter()
 State = Annotated[ServiceState, Depends(service_state)]
+
+
+def engine_agent_only(request: Request) -> None:
+    """The dashboard's data is the serving engine's agent's (``metaclaw serve --agent``): a
+    request for another agent is refused rather than shown this one's data."""
+    agent = request_agent(request)
+    own = service_state(request).engine.agent
+    if agent != own:
+        raise HTTPException(
+            status_code=403,
+            detail=f"the dashboard of this service shows agent {own!r}, not {agent!r}",
+        )
+
+
+AgentOnly = [Depends(engine_agent_only)]
 SkillName = Annotated[str, Path(pattern=SKILL_NAME_RE.pattern, description="A skill slug.")]
 T = TypeVar("T")
 
@@ -362,7 +378,7 @@ class TrainerView(Protocol):
 
 
 # -- routes ----------------------------------------------------------------------------------
-@router.get("/v1/dashboard/summary", tags=["dashboard"])
+@router.get("/v1/dashboard/summary", dependencies=AgentOnly, tags=["dashboard"])
 def summary(request: Request, state: State) -> dict[str, Any]:
     """Generation, counts and health, cheap enough to poll every few seconds."""
     engine = state.engine
@@ -399,7 +415,7 @@ def summary(request: Request, state: State) -> dict[str, Any]:
     }
 
 
-@router.get("/v1/dashboard/skills", tags=["dashboard"])
+@router.get("/v1/dashboard/skills", dependencies=AgentOnly, tags=["dashboard"])
 def skills(state: State) -> dict[str, Any]:
     """The live skills with their provenance and statistics (injections, mean reward with
     and without the skill; see ``metaclaw skills stats``)."""
@@ -419,7 +435,7 @@ def skills(state: State) -> dict[str, Any]:
     return {"generation": key[0], "skills": out}
 
 
-@router.get("/v1/dashboard/candidates", tags=["dashboard"])
+@router.get("/v1/dashboard/candidates", dependencies=AgentOnly, tags=["dashboard"])
 def candidates(state: State) -> dict[str, Any]:
     """Candidates waiting for review, with where they came from."""
     engine = state.engine
@@ -435,6 +451,7 @@ def candidates(state: State) -> dict[str, Any]:
 
 @router.post(
     "/v1/dashboard/candidates/{name}/approve",
+    dependencies=AgentOnly,
     response_model=GenerationResponse,
     tags=["dashboard"],
 )
@@ -444,7 +461,7 @@ def approve(name: SkillName, state: State) -> GenerationResponse:
     return GenerationResponse(generation=gen)
 
 
-@router.post("/v1/dashboard/candidates/{name}/reject", tags=["dashboard"])
+@router.post("/v1/dashboard/candidates/{name}/reject", dependencies=AgentOnly, tags=["dashboard"])
 def reject(name: SkillName, state: State) -> dict[str, Any]:
     """Mark a pending candidate rejected (kept for the record, never live)."""
     return {"rejected": state.engine.library.reject([name], reason="rejected in the dashboard")}
@@ -463,6 +480,7 @@ def _library_key(skills: list[Skill]) -> set[tuple[str, str]]:
 
 @router.post(
     "/v1/dashboard/rollback",
+    dependencies=AgentOnly,
     response_model=GenerationResponse,
     tags=["dashboard"],
     responses={404: {"description": "no such generation"}, 409: {"description": "no change"}},
@@ -487,7 +505,7 @@ def rollback(req: RollbackRequest, state: State) -> GenerationResponse | JSONRes
     return GenerationResponse(generation=gen)
 
 
-@router.get("/v1/dashboard/training", tags=["dashboard"])
+@router.get("/v1/dashboard/training", dependencies=AgentOnly, tags=["dashboard"])
 def training(request: Request, state: State) -> dict[str, Any]:
     """The slow loop: trainer and scheduler window when one runs in this process; buffer
     sizes, checkpoints and reward curves from the store either way."""
