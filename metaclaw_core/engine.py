@@ -134,7 +134,9 @@ FALLBACK_DIM = 384
 # ``generation = current``) and is kept as support data; ``metadata["degraded"]`` says why.
 GENERATION_UNKNOWN = -1
 DEGRADED_LIBRARY = "skill library not loaded yet"
-MAX_AGENT_SNAPSHOTS = 256  # other agents' snapshots kept (least recently built dropped)
+# The key of the snapshot an agent unknown to the library gets: the skills shared with every
+# agent. Not a valid agent id (ids start with a letter or digit), so no agent has it.
+ANYONE = "*anyone"
 
 
 class MetaClaw:
@@ -321,24 +323,35 @@ class MetaClaw:
         return injection
 
     def _snapshot_of(self, agent: str) -> tuple[SkillSnapshot, bool]:
-        """Another agent's snapshot and whether the library is loaded for it: built from the
-        last read of the library on the agent's first call (in memory: no I/O), then kept
-        and rebuilt off the hot path with each new read."""
-        snap = self._agent_snapshots.get(agent)
+        """Another agent's snapshot and whether the library is loaded for it. Every agent
+        the library knows (owners of skills, makers of generations, members of groups) has
+        one built with each read of the library, off the hot path; any other agent receives
+        exactly the skills shared with every agent (``ANYONE``'s snapshot), so a call never
+        builds one. Only an agent that the settings' groups name but the last read did not
+        know is built here, once, in memory (no I/O)."""
+        snapshots = self._agent_snapshots
+        snap = snapshots.get(agent)
         if snap is not None:
             return snap, True
         state = self._state
         if state is None:
             return SkillSnapshot(generation=0), False
+        if not any(agent in members for members in state.members.values()):
+            return snapshots.get(ANYONE) or SkillSnapshot(generation=0), ANYONE in snapshots
         snap = self.library.snapshot_of(state, agent)
         with self._snapshot_lock:
             if self._state is state:  # a newer read would have built it from newer data
-                kept = dict(self._agent_snapshots)
-                kept[agent] = snap
-                while len(kept) > MAX_AGENT_SNAPSHOTS:
-                    kept.pop(next(iter(kept)))
-                self._agent_snapshots = kept
+                self._agent_snapshots = {**self._agent_snapshots, agent: snap}
         return snap, True
+
+    def _build_snapshots(self, state: LibraryState) -> dict[str, SkillSnapshot]:
+        """Every known agent's snapshot from one read of the library (off the hot path)."""
+        known = set(state.agents()) | set(self._agent_snapshots) - {ANYONE}
+        known |= {a for members in state.members.values() for a in members}
+        known.discard(self.agent)
+        out = {a: self.library.snapshot_of(state, a) for a in sorted(known)}
+        out[ANYONE] = self.library.snapshot_of(state, ANYONE)
+        return out
 
     def snapshot_for(self, agent: str | None = None) -> SkillSnapshot:
         """The skill index ``agent``'s calls are served from right now."""
@@ -660,7 +673,7 @@ class MetaClaw:
         # back into here while holding it (lock-order inversion otherwise).
         state = self.library.state()
         snap = self.library.snapshot_of(state, self.agent)
-        others = {a: self.library.snapshot_of(state, a) for a in list(self._agent_snapshots)}
+        others = self._build_snapshots(state)
         with self._snapshot_lock:
             first_read = not self._library_loaded or self._snapshot_from_cache
             newer = self._state is None or state.number >= self._state.number
