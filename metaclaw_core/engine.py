@@ -722,6 +722,7 @@ class MetaClaw:
                 snap,
                 store_uri=self.settings.store_uri,
                 embedder_id=self.library.embedder_id,
+                agents=self._state.agents() if self._state is not None else None,
             )
             self._cached_generation = snap.generation
         except Exception as exc:  # a cache: the next start reads the store, as without one
@@ -796,6 +797,27 @@ class MetaClaw:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    def _agents_status(self) -> dict[str, dict[str, int]]:
+        """Per agent the library knows (and this engine's): own live skills, shared skills
+        received, generation; from the last read of the library (no I/O)."""
+        state = self._state
+        if state is None:
+            return {
+                self.agent: {
+                    "live_skills": len(self._snapshot),
+                    "received": 0,
+                    "generation": self._snapshot.generation,
+                }
+            }
+        return {
+            a: {
+                "live_skills": len(state.own_rows(a)),
+                "received": len(state.received_rows(a)),
+                "generation": state.generation_of(a),
+            }
+            for a in sorted(set(state.agents()) | {self.agent})
+        }
+
     def status(self) -> dict[str, Any]:
         """Paths, counts, generation, model, health: what `metaclaw status` prints."""
         snap = self._snapshot
@@ -837,6 +859,8 @@ class MetaClaw:
             "faults": dict(self.faults.counts),
             "holdout": self.holdout.status(),
             "last_error": self.faults.last_error,
+            "agent": self.agent,
+            "agents": self._agents_status(),
         }
         try:
             for section in self.hook.metaclaw_engine_status(engine=self):
