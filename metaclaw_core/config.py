@@ -223,6 +223,18 @@ class TrainSettings(BaseModel):
         description="Run the slow loop inside `metaclaw serve`: train in idle windows and serve "
         "the trained policy from /v1/chat/completions instead of the upstream.",
     )
+    agents: list[str] = Field(
+        default_factory=list,
+        description="Agents the slow loop trains, each with its own query buffer and LoRA (per "
+        "agent and base model), scheduled fairly in idle windows (the least recently trained "
+        "with data first); the proxy serves each caller its agent's policy. Empty: the "
+        "engine's agent only.",
+    )
+    agent_base_models: dict[str, str] = Field(
+        default_factory=dict,
+        description="The base model of an agent's LoRA (agent → model); agents not named "
+        "here use base_model.",
+    )
     backend: str = Field(
         "local",
         description="Training backend: 'local' (transformers + PEFT on this machine), 'tinker' "

@@ -26,6 +26,7 @@ from metaclaw_core.errors import ConfigError
 from metaclaw_core.service.errors import error_bytes
 
 HEADER = b"x-metaclaw-agent"
+POLICY_AGENT_HEADER = HEADER  # what the proxy sends the in-process policy upstream (only it)
 STATE_AGENT = "metaclaw_agent"  # request.state: the agent the request is for
 STATE_ALLOWED = "metaclaw_agents"  # request.state: the agents its token covers (None: all)
 _PREFIX = re.compile(r"^/agents/([^/]+)(/.*)$")
