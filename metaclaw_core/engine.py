@@ -310,6 +310,7 @@ class MetaClaw:
                 started_at=started,
                 degraded=degraded,
                 holdout=arms,
+                agent=agent,
             )
         except Exception as exc:
             self.faults.record("before_call", exc)
@@ -318,6 +319,7 @@ class MetaClaw:
                 generation=generation,
                 started_at=started,
                 degraded=f"{type(exc).__name__}: {exc}",
+                agent=agent,
             )
         self._remember(injection)
         return injection
@@ -459,7 +461,7 @@ class MetaClaw:
             builtin_redaction = any(h.plugin_name == REDACTION_PLUGIN for h in hooks)
             host_plugins = len(hooks) - builtin_redaction
             tid = new_id()
-            agent = ctx.agent or self.agent
+            agent = ctx.agent or (inj.agent if inj is not None else None) or self.agent
             generation = inj.generation if inj is not None else self._served_generation(agent)
             if generation == GENERATION_UNKNOWN and self._library_loaded:
                 # Loaded since before_call (an LLM call outlasts the first store read): the

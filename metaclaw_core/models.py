@@ -224,6 +224,7 @@ class Injection(BaseModel):
     query_vector: Any = Field(None, exclude=True, repr=False)
     started_at: float = Field(0.0, exclude=True, repr=False)
     degraded: str | None = Field(None, description="Why nothing was injected, if it failed open.")
+    agent: str | None = Field(None, description="The agent the skills were chosen for.")
     holdout: dict[str, str] | None = Field(
         None,
         description="Skills under a randomised holdout that retrieval chose for this call: "
