@@ -11,8 +11,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from metaclaw_core.agents import DEFAULT_AGENT
 from metaclaw_core.evolve.validation import replay_rows
-from metaclaw_core.store.db import HOLDOUTS, REWARDS, TRAJECTORIES
+from metaclaw_core.store.db import HOLDOUTS, REWARDS, TRAJECTORIES, agent_filter
 
 if TYPE_CHECKING:
     from metaclaw_core.engine import MetaClaw
@@ -98,8 +99,9 @@ def _has(engine: MetaClaw, table: str) -> bool:
         return False
 
 
-def learning_curve(engine: MetaClaw) -> dict[str, list[dict[str, Any]]]:
-    """Mean reward and failure rate per generation and per day (UTC).
+def learning_curve(engine: MetaClaw, agent: str | None = None) -> dict[str, list[dict[str, Any]]]:
+    """Mean reward and failure rate per generation and per day (UTC); only ``agent``'s
+    calls when given (its generations).
 
     A call counts when it has a reward or a host-reported error (scored -1, as the fast loop
     does); it is a failure when that value is <= 0. ``calls`` counts every captured call.
@@ -108,13 +110,15 @@ def learning_curve(engine: MetaClaw) -> dict[str, list[dict[str, Any]]]:
     if not _has(engine, TRAJECTORIES):
         return {"generations": [], "days": []}
     store.refresh(TRAJECTORIES)
+    table = store.table(TRAJECTORIES)
+    query = table.search()
+    if agent is not None:
+        if "agent" in table.schema.names:
+            query = query.where(agent_filter(agent))
+        elif agent != DEFAULT_AGENT:
+            query = query.where("FALSE")  # a table from before agents: the default's only
     data = (
-        store.table(TRAJECTORIES)
-        .search()
-        .select(["id", "created_at", "generation", "error"])
-        .limit(None)
-        .to_arrow()
-        .to_pylist()
+        query.select(["id", "created_at", "generation", "error"]).limit(None).to_arrow().to_pylist()
     )
     rewards: dict[str, list[float]] = {}
     if _has(engine, REWARDS):

@@ -350,7 +350,7 @@ class FastLoop:
         except Exception as exc:
             self._evolution_failed(exc)
             return
-        self._evolved(report)
+        self._evolved(report, evolver.agent)
 
     def _session_ended(self, trajectory_ids: list[str]) -> None:
         s = self.settings.evolver
@@ -401,9 +401,9 @@ class FastLoop:
         except Exception as exc:
             self._evolution_failed(exc)
             return
-        self._evolved(report)
+        self._evolved(report, agent)
 
-    def _evolved(self, report: EvolutionReport) -> None:
+    def _evolved(self, report: EvolutionReport, agent: str | None = None) -> None:
         self.stats["evolutions"] += 1
         self.stats["skills_live"] += len(report.live)
         self.stats["skills_pending"] += len(report.pending)
@@ -413,7 +413,7 @@ class FastLoop:
             from metaclaw_core.evolve.lifecycle import retire_unhelpful
 
             try:
-                retire_unhelpful(self.engine)
+                retire_unhelpful(self.engine, agent=agent)
             except Exception as exc:
                 self.engine.faults.record("skill retirement", exc)
 

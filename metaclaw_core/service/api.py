@@ -219,11 +219,12 @@ def skills_evidence(state: State, agent: Agent, name: str | None = None) -> dict
 
 
 @router.get("/report", tags=["skills"])
-def learning_report(state: State) -> dict[str, Any]:
-    """The learning curve: mean reward and failure rate per generation and per day."""
+def learning_report(state: State, agent: Agent) -> dict[str, Any]:
+    """The learning curve of the request's agent: mean reward and failure rate per
+    generation and per day."""
     from metaclaw_core.evolve.evidence import learning_curve
 
-    return learning_curve(state.engine)
+    return learning_curve(state.engine, agent)
 
 
 @router.get("/skills/{name}", response_model=SkillOut, tags=["skills"])

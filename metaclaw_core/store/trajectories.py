@@ -214,7 +214,14 @@ class TrajectoryStore:
         if not rewards:
             return
         table = self._rewards(create=True)
-        table.add(pa.Table.from_pylist([r.model_dump() for r in rewards], schema=rewards_schema()))
+        # A reward is its trajectory's agent's (engine.feedback knows only the id).
+        try:
+            agents = self.agents_of(sorted({r.trajectory_id for r in rewards}))
+        except Exception as exc:  # the rewards are still stored, as the agent they say
+            log.warning("metaclaw: could not read the rewarded trajectories' agents: %s", exc)
+            agents = {}
+        rows = [{**r.model_dump(), "agent": agents.get(r.trajectory_id, r.agent)} for r in rewards]
+        table.add(pa.Table.from_pylist(rows, schema=rewards_schema()))
 
     def optimize(self) -> None:
         for name in (TRAJECTORIES, REWARDS):
@@ -241,10 +248,15 @@ class TrajectoryStore:
         rows = table.search().where(sql_in("trajectory_id", ids)).limit(None).to_arrow().to_pylist()
         return {(r["trajectory_id"], r["source"], str(r["created_at"])) for r in rows}
 
-    def count(self) -> int:
+    def count(self, agent: str | None = None) -> int:
+        """Stored trajectories (only ``agent``'s when given)."""
         self.store.refresh(TRAJECTORIES)
         table = self._table(create=False)
-        return 0 if table is None else int(table.count_rows())
+        if table is None:
+            return 0
+        if agent is None:
+            return int(table.count_rows())
+        return int(table.count_rows(self._agent_filter(table, agent)))
 
     def rewards_for(self, ids: Sequence[str]) -> dict[str, list[Reward]]:
         table = self._rewards(create=False)

@@ -132,6 +132,16 @@ def test_a_token_scoped_to_one_agent_cannot_read_another(server: Any, upstream: 
     sent = upstream.chat_requests()[0].body.decode()
     assert "refund-policy" in sent or "Check the order date" in sent
     assert "x-metaclaw-agent" not in {k.lower() for k in upstream.chat_requests()[0].headers}
+    # the dashboard's data, under A's token: A's, and the picker offers A alone
+    summary = _get(live, "/v1/dashboard/summary", TOKEN_A).json()
+    assert summary["agent"] == "a" and summary["trajectories"] == 1 and summary["live_skills"] == 1
+    picker = _get(live, "/v1/dashboard/agents", TOKEN_A).json()
+    assert [a["agent"] for a in picker["agents"]] == ["a"]
+    dash_skills = _get(live, "/v1/dashboard/skills", TOKEN_A).json()["skills"]
+    assert [s["name"] for s in dash_skills] == ["refund-policy"]
+    assert _get(live, "/v1/dashboard/skills", TOKEN_B).json()["skills"] == []
+    everyone = _get(live, "/v1/dashboard/agents", ADMIN).json()["agents"]
+    assert {"a", "default"} <= {a["agent"] for a in everyone}
     # the admin token covers every agent
     assert (
         _get(live, f"/v1/trajectories/{b_tid}", ADMIN, **{"X-MetaClaw-Agent": "b"}).json()["id"]
