@@ -267,6 +267,12 @@ class MetaClaw:
     def generation(self) -> int:
         return self._snapshot.generation
 
+    @property
+    def store_generation(self) -> int:
+        """The store's newest generation number, any agent's, as of the last library read."""
+        state = self._state
+        return state.number if state is not None else self._snapshot.generation
+
     # -- hot path ------------------------------------------------------------------------
     def before_call(self, ctx: CallContext) -> Injection:
         """Choose and render the skills for this call. Never raises; never waits on I/O."""
@@ -290,7 +296,7 @@ class MetaClaw:
             qvec = self._query_vector(query) if query and len(snap) else None
             found = self._retrieve(ctx, query, qvec, snap)
             # The randomised holdout of new skills: an in-memory draw, no I/O.
-            found, arms = self.holdout.assign(found)
+            found, arms = self.holdout.assign(found, agent)
             chosen, text = self._render(ctx, found)
             if arms:  # an "injected" skill the token budget left out was not injected
                 names = {c.skill.name for c in chosen}
@@ -510,7 +516,7 @@ class MetaClaw:
                 raise MetaClawError("capture is disabled (the spool could not be opened)")
             self.writer.submit_trajectory(record)
             if inj is not None and inj.holdout:
-                self.holdout.record(tid, inj.holdout)  # an append; written off the hot path
+                self.holdout.record(tid, inj.holdout, agent)  # an append; written off the hot path
             return tid
         except Exception as exc:
             self.faults.record("after_call", exc)

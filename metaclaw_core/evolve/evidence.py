@@ -26,8 +26,12 @@ def skill_evidence(
     ``agent``, only the skills that agent owns (or owned, or has pending)."""
     replays = replay_rows(engine, name, limit=100_000)
     holdout = engine.holdout
-    states = {r["skill"]: r for r in holdout.states(name)} if _has(engine, HOLDOUTS) else {}
     lib = engine.library_of(agent)
+    states = (
+        {r["skill"]: r for r in holdout.states(name, agent=lib.agent)}
+        if _has(engine, HOLDOUTS)
+        else {}
+    )
     live = {s.name for s in lib.live()}
     names = sorted({r["skill"] for r in replays} | set(states) | ({name} if name else set()))
     if agent is not None:
@@ -55,7 +59,7 @@ def skill_evidence(
         }
         if state is not None:
             lift = state["numbers"] or (
-                holdout.lift(n, state["started_at"]).to_json()
+                holdout.lift(state["key"], state["started_at"]).to_json()
                 if state["state"] == "holdout"
                 else None
             )
