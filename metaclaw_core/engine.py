@@ -192,6 +192,7 @@ class MetaClaw:
         # of the library (no I/O on the hot path); the dict is replaced, never changed.
         self._agent_snapshots: dict[str, SkillSnapshot] = {}
         self._state: LibraryState | None = None
+        self._agents_status_cache: tuple[LibraryState, dict[str, dict[str, int]]] | None = None
         self._snapshot_loaded = threading.Event()  # first attempt done (maybe failed)
         self._library_loaded = False  # a snapshot (from the store or its cache) is served
         self._snapshot_from_cache = False  # ...from the cache: the store's read replaces it
@@ -357,8 +358,15 @@ class MetaClaw:
         known = set(state.agents()) | set(self._agent_snapshots) - {ANYONE}
         known |= {a for members in state.members.values() for a in members}
         known.discard(self.agent)
-        out = {a: self.library.snapshot_of(state, a) for a in sorted(known)}
-        out[ANYONE] = self.library.snapshot_of(state, ANYONE)
+        old = self._agent_snapshots
+        out: dict[str, SkillSnapshot] = {}
+        for a in [*sorted(known), ANYONE]:
+            kept = old.get(a)
+            # unchanged since the last read (its generation is what it receives): kept as is
+            if kept is not None and kept.generation == state.generation_of(a) and kept.generation:
+                out[a] = kept
+            else:
+                out[a] = self.library.snapshot_of(state, a)
         return out
 
     def snapshot_for(self, agent: str | None = None) -> SkillSnapshot:
@@ -809,6 +817,9 @@ class MetaClaw:
         """Per agent the library knows (and this engine's): own live skills, shared skills
         received, generation; from the last read of the library (no I/O)."""
         state = self._state
+        cached = self._agents_status_cache
+        if state is not None and cached is not None and cached[0] is state:
+            return cached[1]
         if state is None:
             return {
                 self.agent: {
@@ -817,7 +828,7 @@ class MetaClaw:
                     "generation": self._snapshot.generation,
                 }
             }
-        return {
+        out = {
             a: {
                 "live_skills": len(state.own_rows(a)),
                 "received": len(state.received_rows(a)),
@@ -825,6 +836,8 @@ class MetaClaw:
             }
             for a in sorted(set(state.agents()) | {self.agent})
         }
+        self._agents_status_cache = (state, out)  # one per read of the library
+        return out
 
     def status(self) -> dict[str, Any]:
         """Paths, counts, generation, model, health: what `metaclaw status` prints."""

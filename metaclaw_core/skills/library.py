@@ -304,7 +304,21 @@ class SkillLibrary:
         tbl = self._generations_table()
         if tbl.count_rows() == 0:
             return 0
-        return _generation_of(self._generation_rows(), self.agent, self.groups)
+        rows = (
+            tbl.search()
+            .select(["number", "agent", "shared_with"])
+            .limit(None)
+            .to_arrow()
+            .to_pylist()
+        )
+        best = 0
+        for r in rows:
+            reach = r.get("shared_with")
+            if agent_of(r.get("agent")) == self.agent or (
+                reach is not None and receives(self.agent, reach, self.groups)
+            ):
+                best = max(best, int(r["number"]))
+        return best
 
     def history(self) -> list[Generation]:
         """The generations of this agent's own library (oldest first)."""
