@@ -622,9 +622,10 @@ class ValidationSettings(LLMEndpointSettings):
 
     base_url: str | None = Field(
         None,
-        description="The agent's own model (OpenAI-compatible). Unset: the proxy's upstream "
-        "(proxy.upstream_base_url), or the trained policy served by `metaclaw serve` when "
-        "train.enabled; none of them: candidates are not validated (the report says so).",
+        description="The agent's own model (OpenAI-compatible). Unset: the trained policy "
+        "while the slow loop serves one (`metaclaw serve` with train.enabled, once it has "
+        "weights), else the proxy's upstream (proxy.upstream_base_url); none of them: "
+        "candidates are not validated (the report says so).",
     )
     model: str = Field(
         "gpt-4o-mini",

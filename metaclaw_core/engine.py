@@ -203,6 +203,10 @@ class MetaClaw:
         self._pending_lock = threading.Lock()
         self._closed = threading.Event()
         self.last_call_at: float | None = None
+        # The slow loop's trained policy while one serves (set by the slow-loop runtime when
+        # it serves): replay validation answers with it by default. Anything with ``ready``
+        # and ``complete(messages, params)`` (train.policy.PolicyServer).
+        self.serving_policy: Any = None
         self.writer: CaptureWriter | None = None
         # Plugins with per-engine state (the built-in fast loop) start here, before the
         # writer can replay anything to them.

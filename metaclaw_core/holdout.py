@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 from metaclaw_core.agents import DEFAULT_AGENT
 from metaclaw_core.hookspecs import hookimpl
 from metaclaw_core.models import Generation, ScoredSkill, Skill, utcnow
-from metaclaw_core.store.db import HOLDOUT_CALLS, HOLDOUTS, sql_in, sql_str
+from metaclaw_core.store.db import HOLDOUT_CALLS, HOLDOUTS, REPLAYS, sql_in, sql_str
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -359,16 +359,40 @@ class Holdout:
         return out
 
     def _recheck_stale(self) -> None:
-        """Hold out again a promoted skill whose lift was measured long ago: the library,
-        the traffic and the model have changed since."""
+        """Hold out again a promoted skill whose evidence went stale: its lift was measured
+        long ago (the library, the traffic and the model have changed since), or every
+        failure it was distilled from has since been fixed by other skills' replays."""
         after = self.settings.holdout.recheck_after_generations
-        if not after:
+        promoted = [
+            r for r in self._rows(HOLDOUTS, "state = 'promoted'") if self._is_live(r["skill"])
+        ]
+        if not promoted:
             return
-        for row in self._rows(HOLDOUTS, "state = 'promoted'"):
+        provenance: dict[str, dict[str, list[str]]] = {}  # agent → skill → its failures
+        for row in promoted:
             decided = row["decided_generation"]
-            agent, _ = split_key(row["skill"])
-            current = self.engine.library_of(agent).current_generation()
-            if decided is None or current - decided < after or not self._is_live(row["skill"]):
+            agent, name = split_key(row["skill"])
+            lib = self.engine.library_of(agent)
+            current = lib.current_generation()
+            if agent not in provenance:
+                provenance[agent] = {s.name: s.provenance for s in lib.live()}
+            why = None
+            if after and decided is not None and current - decided >= after:
+                why = (
+                    f"re-check: its lift was measured at generation {decided}, "
+                    f"{current - decided} generations ago"
+                )
+            else:
+                # the replays name skills, not agents: the bare name (failures are the agent's)
+                fixers = self._fixed_by_others(
+                    name, provenance[agent].get(name, []), row["decided_at"]
+                )
+                if fixers:
+                    why = (
+                        "re-check: every failure it was distilled from was since fixed by "
+                        f"another skill's replays ({', '.join(fixers)})"
+                    )
+            if why is None:
                 continue
             with self._lock:
                 self._put_state(
@@ -379,12 +403,37 @@ class Holdout:
                         "started_generation": current,
                         "decided_at": None,
                         "decided_generation": None,
-                        "reason": f"re-check: its lift was measured at generation {decided}, "
-                        f"{current - decided} generations ago",
+                        "reason": why,
                         "numbers_json": None,
                     }
                 )
             self._active = {**self._active, row["skill"]: 0}
+
+    def _fixed_by_others(self, skill: str, failures: list[str], since: Any) -> list[str]:
+        """The other skills whose replays, after ``since``, fixed every one of ``failures``
+        (empty when any failure is still fixed only by ``skill``, or there are none)."""
+        if not failures or since is None or not self.store.has_table(REPLAYS):
+            return []
+        self.store.refresh(REPLAYS)
+        rows = (
+            self.store.table(REPLAYS)
+            .search()
+            .where(
+                f"kind = 'failure' AND outcome = 'fixed' AND skill != {sql_str(skill)} AND "
+                + sql_in("trajectory_id", failures)
+            )
+            .select(["skill", "trajectory_id", "created_at"])
+            .limit(None)
+            .to_arrow()
+            .to_pylist()
+        )
+        fixed: dict[str, set[str]] = {}
+        for r in rows:
+            if r["created_at"] is not None and r["created_at"] > since:
+                fixed.setdefault(r["trajectory_id"], set()).add(r["skill"])
+        if set(failures) - set(fixed):
+            return []
+        return sorted(set().union(*fixed.values()))
 
     def _decide(self, row: dict[str, Any], decision: str, lift: Lift) -> None:
         key = row["skill"]

@@ -801,7 +801,8 @@ class SkillEvolver:
         is held when ``validation.required``; without an endpoint it passes, not validated."""
         v = self.settings.validation
         try:
-            results = ReplayValidator(self.engine).validate(report.id, [c.skill for c in ok])
+            validator = ReplayValidator(self.engine, agent=self.agent)
+            results = validator.validate(report.id, [c.skill for c in ok])
         except Exception as exc:  # never live on an error when validation is required
             self.engine.faults.record("replay validation", exc)
             results = {

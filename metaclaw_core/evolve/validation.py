@@ -13,6 +13,10 @@ A candidate is admitted when fixed >= ``validation.min_fixed`` and regressions <
 Replays that could not be run (endpoint down, slow, budget spent) leave it *unvalidated*:
 held for a person when ``validation.required``. With no endpoint, or no source able to
 score a replay, candidates are *not validated* and go on to the holdout.
+
+The agent's own model is ``validation.base_url`` when set, else the slow loop's trained
+policy while one serves with weights (called in process: :class:`PolicyReplier`), else the
+proxy's upstream.
 """
 
 from __future__ import annotations
@@ -25,9 +29,10 @@ from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
+from metaclaw_core.agents import DEFAULT_AGENT
 from metaclaw_core.config import LLMEndpointSettings, ValidationSettings
 from metaclaw_core.evolve.report import Kind, Replay, Validation
-from metaclaw_core.llm import LLMClient, LLMError
+from metaclaw_core.llm import ChatReply, LLMClient, LLMError, LLMUnavailableError
 from metaclaw_core.models import (
     CallContext,
     ScoredSkill,
@@ -40,7 +45,7 @@ from metaclaw_core.reward.judge import majority_vote, parse_vote
 from metaclaw_core.reward.transcript import clip, safe
 from metaclaw_core.skills.index import SkillSnapshot
 from metaclaw_core.skills.verdict import Finding
-from metaclaw_core.store.db import REWARDS, TRAJECTORIES, sql_in, sql_str
+from metaclaw_core.store.db import REPLAYS, REWARDS, TRAJECTORIES, agent_filter, sql_in, sql_str
 from metaclaw_core.wire.openai_format import apply_injection, wire_messages
 
 if TYPE_CHECKING:
@@ -50,7 +55,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("metaclaw.validation")
 
-REPLAYS = "replays"
 JUDGE_PLUGIN = "builtin:judge"  # the PRM judge's generic verdict; a correction asks its own
 
 CORRECTION_SYSTEM = (
@@ -107,6 +111,44 @@ def endpoint_of(settings: Any) -> LLMEndpointSettings | None:
     return None
 
 
+def serving_policy(engine: MetaClaw) -> Any:
+    """The slow loop's trained policy when one serves with weights, else None."""
+    if not engine.settings.validation.enabled:
+        return None
+    policy = getattr(engine, "serving_policy", None)
+    return policy if policy is not None and getattr(policy, "ready", False) else None
+
+
+class PolicyReplier:
+    """Replays answered by the trained policy in process, the model ``metaclaw serve``
+    answers the agent with when the slow loop serves (no injection or capture of its own:
+    the replay brings the candidate's block)."""
+
+    def __init__(self, policy: Any, settings: ValidationSettings) -> None:
+        self.policy = policy
+        self.settings = settings
+
+    def chat(self, messages: list[dict[str, str]], *, deadline: float | None = None) -> ChatReply:
+        from metaclaw_core.train.backend import SamplingParams
+        from metaclaw_core.train.policy import PolicyNotReadyError
+        from metaclaw_core.train.serving import chat_request_messages
+
+        params = SamplingParams(
+            max_tokens=self.settings.max_tokens,
+            temperature=max(self.settings.temperature, 1e-4),
+        )
+        try:
+            done = self.policy.complete(chat_request_messages({"messages": messages}), params)
+        except (PolicyNotReadyError, ValueError) as exc:
+            raise LLMUnavailableError(f"metaclaw: the trained policy cannot answer: {exc}") from exc
+        return ChatReply(
+            text=done.texts[0] if done.texts else "",
+            model=str(self.policy.model_name),
+            attempts=1,
+            structured_output="none",
+        )
+
+
 def mean_reward(t: Trajectory) -> float | None:
     if t.rewards:
         return sum(r.value for r in t.rewards) / len(t.rewards)
@@ -116,10 +158,14 @@ def mean_reward(t: Trajectory) -> float | None:
 class ReplayValidator:
     """Runs and records the replays of one evolution's candidates (off the hot path)."""
 
-    def __init__(self, engine: MetaClaw) -> None:
+    def __init__(self, engine: MetaClaw, agent: str | None = None) -> None:
         self.engine = engine
+        # the agent whose candidates are replayed: its snapshot, its recent successes
+        self.agent: str = engine.library_of(agent).agent
         self.settings = engine.settings
         self.endpoint = endpoint_of(self.settings)
+        # The trained policy, when one serves and no endpoint was named: the agent's own model.
+        self.policy = None if self.settings.validation.base_url else serving_policy(engine)
         self._clients: dict[str, LLMClient] = {}
 
     # -- what to replay ------------------------------------------------------------------
@@ -153,13 +199,13 @@ class ReplayValidator:
         if not store.has_table(REWARDS):
             return []
         store.refresh(REWARDS)
-        data = (
-            store.table(REWARDS)
-            .search()
-            .select(["trajectory_id", "value", "created_at"])
-            .limit(None)
-            .to_arrow()
-        )
+        table = store.table(REWARDS)
+        query = table.search()
+        if "agent" in table.schema.names:  # this agent's successes (a reward names its agent)
+            query = query.where(agent_filter(self.agent))
+        elif self.agent != DEFAULT_AGENT:
+            return []
+        data = query.select(["trajectory_id", "value", "created_at"]).limit(None).to_arrow()
         if data.num_rows == 0:
             return []
         data = data.sort_by([("created_at", "descending")])
@@ -171,14 +217,16 @@ class ReplayValidator:
         return [tid for tid, vs in sums.items() if sum(vs) / len(vs) > 0]
 
     def _snapshot_with(self, skill: Skill, vector: Any) -> SkillSnapshot:
-        snap = self.engine.snapshot
+        snap = self.engine.snapshot_for(self.agent)
         keep = [i for i, n in enumerate(snap.names) if n != skill.name]
         skills = [snap.skill(i) for i in keep] + [skill]
         vectors = [snap.matrix[i] for i in keep] + [vector]
         return SkillSnapshot.build(snap.generation + 1, skills, vectors)
 
     # -- one replay ----------------------------------------------------------------------
-    def _client(self, model: str) -> LLMClient:
+    def _client(self, model: str) -> LLMClient | PolicyReplier:
+        if self.policy is not None:
+            return PolicyReplier(self.policy, self.settings.validation)
         c = self._clients.get(model)
         if c is None:
             assert self.endpoint is not None
@@ -187,6 +235,8 @@ class ReplayValidator:
         return c
 
     def _model(self, t: Trajectory) -> str:
+        if self.policy is not None:
+            return str(getattr(self.policy, "model_name", "metaclaw-policy"))
         v = self.settings.validation
         return v.model if "model" in v.model_fields_set else (t.model or v.model)
 
@@ -297,12 +347,12 @@ class ReplayValidator:
     def validate(self, evolution_id: str, skills: list[Skill]) -> dict[str, Validation]:
         """Replay every candidate (in parallel, within the deadline and the call budget)."""
         v = self.settings.validation
-        if self.endpoint is None:
+        if self.endpoint is None and self.policy is None:
             why = (
                 "not validated: validation is off"
                 if not v.enabled
                 else "not validated: no validation endpoint (set validation.base_url or "
-                "proxy.upstream_base_url)"
+                "proxy.upstream_base_url, or serve a trained policy)"
             )
             return {s.name: Validation(s.name, "not-validated", message=why) for s in skills}
         deadline = time.monotonic() + v.deadline_s

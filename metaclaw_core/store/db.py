@@ -28,6 +28,7 @@ GENERATIONS = "generations"
 TRAJECTORIES = "trajectories"
 HOLDOUTS = "holdouts"  # the randomised holdout of new skills (metaclaw_core.holdout)
 HOLDOUT_CALLS = "holdout_calls"
+REPLAYS = "replays"  # replay validation of candidates (metaclaw_core.evolve.validation)
 REWARDS = "rewards"
 
 PK_METADATA = b"lance-schema:unenforced-primary-key:position"

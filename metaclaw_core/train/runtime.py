@@ -181,6 +181,11 @@ class SlowLoop:
             first.policy,
         )
         self.fair = FairTrainer(self.lanes)
+        # Replay validation's default model: the policy of the engine's own agent's lane
+        # (else the first lane's).
+        own = next((lane for lane in self.lanes if lane.agent == engine.agent), first)
+        if own.policy is not None:
+            engine.serving_policy = own.policy
         self.scheduler = OpportunisticScheduler(
             signals if signals is not None else build_signals(engine, self.settings), clock
         )
@@ -236,6 +241,8 @@ class SlowLoop:
                 errors.append(exc)
             finally:
                 if lane.policy is not None:
+                    if self.engine.serving_policy is lane.policy:
+                        self.engine.serving_policy = None
                     lane.policy.close()
         if errors:
             raise errors[0]

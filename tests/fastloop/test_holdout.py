@@ -210,3 +210,40 @@ def test_two_agents_with_a_skill_of_the_same_name_have_separate_holdouts(
     assert ev["holdout"]["state"] == "promoted"
     (ev_b,) = skill_evidence(engine, NAME, agent="beta")
     assert ev_b["holdout"]["state"] == "holdout" and ev_b["holdout"]["eligible"] == 3
+
+
+def test_a_promotion_whose_failures_others_have_since_fixed_is_checked_again(
+    make_engine: Any, tmp_path: Path
+) -> None:
+    from metaclaw_core.evolve.report import Replay
+    from metaclaw_core.evolve.validation import ReplayValidator
+
+    engine = make_engine(holdout_settings(tmp_path / "h", calls=40))
+    failures = ["traj-berlin", "traj-tokyo"]
+    engine.add_skills(SKILL.model_copy(update={"provenance": failures}))
+    for _ in range(14):
+        one_call(engine, lambda a: 1.0 if a == INJECTED else -1.0)
+        if state(engine)["state"] != "holdout":
+            break
+    assert wait_for(lambda: state(engine)["state"] == "promoted")
+    log = ReplayValidator(engine)
+    # Another skill's replays fix one of the two failures: the evidence still stands.
+    log._record("evo-1", [Replay("iso-everywhere", "failure", failures[0], "fixed")])
+    engine.add_skills(Skill(name="iso-everywhere", description="Use for times.", body="ISO."))
+    engine.holdout.step()
+    assert state(engine)["state"] == "promoted"
+    # ...and then the other one too (a not-fixed replay of a third skill changes nothing).
+    log._record(
+        "evo-2",
+        [
+            Replay("offsets-rule", "failure", failures[1], "fixed"),
+            Replay("brevity", "failure", failures[0], "not-fixed"),
+        ],
+    )
+    engine.add_skills(Skill(name="offsets-rule", description="Use for zones.", body="Offsets."))
+    engine.holdout.step()
+    row = state(engine)
+    assert row["state"] == "holdout", row
+    assert row["reason"].startswith("re-check: every failure it was distilled from was since")
+    assert "iso-everywhere, offsets-rule" in row["reason"]
+    assert engine.holdout.status()["active"][NAME] == 0

@@ -17,6 +17,9 @@ from metaclaw_core import CallContext, Message, MetaClaw, ModelOutput, Trajector
 from metaclaw_core.evolve import SkillEvolver
 from metaclaw_core.evolve.validation import replay_rows
 from metaclaw_core.reward import CallableCheck
+from metaclaw_core.train.backend import SampledCompletion, SamplingParams
+from metaclaw_core.train.policy import PolicyServer
+from metaclaw_core.train.tokenize import ByteTokenizer
 from tests.fastloop.conftest import fastloop_settings, skills_reply
 from tests.support.scripted_openai import RecordedRequest, Reply, ScriptedOpenAI
 
@@ -214,3 +217,73 @@ def test_the_per_evolution_budget_bounds_the_replays(
     (cand,) = report.candidates
     assert cand.validation is not None and cand.validation.state == "unvalidated"
     assert report.quarantined == ["iso-times"]  # required: never live on a budget cut
+
+
+class RuleSampler:
+    """The trained policy's weights: the same rule-following agent as ``agent_answer``."""
+
+    label = "rl-step-3"
+
+    def __init__(self) -> None:
+        self.prompts: list[str] = []
+
+    def sample(
+        self, prompt: list[int], num_samples: int, params: SamplingParams
+    ) -> list[SampledCompletion]:
+        text = ByteTokenizer().decode(prompt)
+        self.prompts.append(text)
+        system = text.split("<metaclaw-skills>", 1)[-1] if "<metaclaw-skills>" in text else ""
+        answer = "2026-12-01T09:30:00+08:00" if ISO_RULE in system else "at 9:30"
+        return [SampledCompletion(tokens=[*answer.encode()], logprobs=[0.0] * len(answer))]
+
+    def close(self) -> None:
+        pass
+
+
+def test_the_trained_policy_answers_the_replays_when_one_serves_and_no_endpoint_is_named(
+    make_engine: Any, tmp_path: Path, llm: ScriptedOpenAI
+) -> None:
+    engine = engine_with(make_engine, tmp_path, llm, None)
+    failures, _ = seed(engine)
+    policy = PolicyServer(ByteTokenizer(), model_name="metaclaw-policy")
+    sampler = RuleSampler()
+    policy.publish(sampler)
+    engine.serving_policy = policy  # what the slow-loop runtime does when it serves
+    llm.enqueue(skills_reply(ISO))
+    report = SkillEvolver(engine).evolve()
+    (cand,) = report.candidates
+    assert cand.validation is not None and cand.validation.state == "validated", cand.validation
+    assert cand.validation.fixed == 2
+    assert len(sampler.prompts) >= 2 and all(ISO_RULE in p for p in sampler.prompts)
+    rows = replay_rows(engine, "iso-times")
+    assert {r["model"] for r in rows} == {"metaclaw-policy"}
+    assert sorted(r["trajectory_id"] for r in rows if r["kind"] == "failure") == sorted(failures)
+
+
+def test_a_policy_without_weights_yet_is_no_validation_model(
+    make_engine: Any, tmp_path: Path, llm: ScriptedOpenAI
+) -> None:
+    engine = engine_with(make_engine, tmp_path, llm, None)
+    seed(engine)
+    engine.serving_policy = PolicyServer(ByteTokenizer())  # nothing published
+    llm.enqueue(skills_reply(ISO))
+    report = SkillEvolver(engine).evolve()
+    (cand,) = report.candidates
+    assert cand.validation is not None and cand.validation.state == "not-validated"
+    assert replay_rows(engine) == []
+
+
+def test_a_named_validation_endpoint_wins_over_the_serving_policy(
+    make_engine: Any, tmp_path: Path, llm: ScriptedOpenAI, agent: ScriptedOpenAI
+) -> None:
+    engine = engine_with(make_engine, tmp_path, llm, agent.base_url)
+    seed(engine)
+    policy = PolicyServer(ByteTokenizer())
+    sampler = RuleSampler()
+    policy.publish(sampler)
+    engine.serving_policy = policy
+    llm.enqueue(skills_reply(ISO))
+    report = SkillEvolver(engine).evolve()
+    assert report.candidates[0].validation is not None
+    assert report.candidates[0].validation.state == "validated"
+    assert sampler.prompts == [] and agent.chat_requests()

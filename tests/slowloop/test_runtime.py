@@ -50,6 +50,7 @@ def test_slow_loop_trains_in_windows_and_serves_what_it_trained(
         engine, reward=answer_index_reward, signals=[user, ManualSignal("agent", "away")]
     )
     assert loop.backend is backend  # found through metaclaw_training_backend
+    assert engine.serving_policy is loop.policy  # replay validation's default model
     loop.start()
     assert loop.policy is not None
     _wait(lambda: loop.policy is not None and loop.policy.ready)  # base weights served at once
@@ -64,6 +65,7 @@ def test_slow_loop_trains_in_windows_and_serves_what_it_trained(
     _wait(lambda: loop.status()["buffer"]["query"] == 0)
     assert loop.status()["step"] == 2
     loop.close()
+    assert engine.serving_policy is None
     assert "save:step-000002" in backend.events and backend.events[-1] == "close"
 
 
