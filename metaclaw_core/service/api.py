@@ -9,12 +9,12 @@ import logging
 import time
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Query, status
+from fastapi import APIRouter, Depends, Query, Request, status
 from fastapi.responses import JSONResponse
 
 from metaclaw_core import __version__
 from metaclaw_core.models import CallContext, Message, ModelOutput, Trajectory
-from metaclaw_core.service.agent_scope import request_agent
+from metaclaw_core.service.agent_scope import STATE_ALLOWED, request_agent
 from metaclaw_core.service.errors import error_response
 from metaclaw_core.service.proxy import redact_url
 from metaclaw_core.service.schemas import (
@@ -130,7 +130,9 @@ def get_trajectory(trajectory_id: str, state: State, agent: Agent) -> Trajectory
 
 
 @router.post("/feedback", response_model=FeedbackResponse, tags=["learning"])
-async def feedback(req: FeedbackRequest, state: State) -> FeedbackResponse | JSONResponse:
+async def feedback(
+    req: FeedbackRequest, state: State, agent: Agent, request: Request
+) -> FeedbackResponse | JSONResponse:
     """Record a reward in [-1, 1] for a trajectory (by id, call id, or a session's latest)."""
     tid = req.trajectory_id
     if tid is None and req.call_id is not None:
@@ -149,6 +151,15 @@ async def feedback(req: FeedbackRequest, state: State) -> FeedbackResponse | JSO
                 404, f"no capture of session {req.session_id!r} seen yet", type="not_found"
             )
     assert tid is not None
+    if getattr(request.state, STATE_ALLOWED, None) is not None:
+        # A token limited to some agents rates only their trajectories: the one named must
+        # be the request's agent's (read from the store; unknown counts as not).
+        def owner() -> str | None:
+            state.engine.flush(READ_FLUSH_TIMEOUT_S)
+            return state.engine.trajectories.agents_of([tid]).get(tid)
+
+        if await asyncio.to_thread(owner) != agent:
+            return error_response(404, f"no trajectory {tid!r}", type="not_found")
     reward = await asyncio.to_thread(
         state.engine.feedback, tid, req.reward, source=req.source, detail=req.detail
     )

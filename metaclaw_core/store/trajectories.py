@@ -94,6 +94,10 @@ class TrajectoryStore:
         schema = self._schema or table.schema
         if "embedder" not in schema.names or "agent" not in schema.names:
             schema = self._add_embedder_column(table, schema)
+        if "agent" not in schema.names and any(e.agent != DEFAULT_AGENT for e in items):
+            # written without the column, another agent's captures would read as the
+            # default agent's: they wait in the journal until the table is migrated
+            raise StoreError("metaclaw: the trajectories table has no agent column yet")
         try:
             table.add(self._arrow(items, schema))
         except Exception:

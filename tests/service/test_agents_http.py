@@ -96,6 +96,19 @@ def test_a_token_scoped_to_one_agent_cannot_read_another(server: Any, upstream: 
     assert engine.flush(10)
     stored = engine.trajectories.get(b_tid)
     assert stored is not None and stored.agent == "b"
+    # A's token cannot rate B's trajectory; B's can (and the reward is stored as B's)
+    rate = {"trajectory_id": b_tid, "reward": -1.0}
+    for token, status in ((TOKEN_A, 404), (TOKEN_B, 200)):
+        r = httpx.post(
+            f"{live.url}/v1/feedback",
+            json=rate,
+            headers={"Authorization": f"Bearer {token}"},
+            timeout=30,
+        )
+        assert r.status_code == status, r.text
+    assert engine.flush(10)
+    rated = engine.trajectories.get(b_tid)
+    assert rated is not None and [(x.value, x.agent) for x in rated.rewards] == [(-1.0, "b")]
     # A's token asking for B, by header or by prefix: refused before any route runs
     for path, headers in [
         ("/v1/skills", {"X-MetaClaw-Agent": "b"}),
