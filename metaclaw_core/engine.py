@@ -188,8 +188,8 @@ class MetaClaw:
         self._embedder_id = self.library.embedder_id
         self.trajectories = TrajectoryStore(self.store, default_dim=self._vector_dim)
         self._snapshot = SkillSnapshot(generation=0)  # the engine's own agent's
-        # Other agents' snapshots, built lazily on an agent's first call from the last read
-        # of the library (no I/O on the hot path); the dict is replaced, never changed.
+        # Other agents' snapshots, built with each read of the library (off the hot path);
+        # the dict is replaced, never changed.
         self._agent_snapshots: dict[str, SkillSnapshot] = {}
         self._state: LibraryState | None = None
         self._agents_status_cache: tuple[LibraryState, dict[str, dict[str, int]]] | None = None
@@ -572,7 +572,9 @@ class MetaClaw:
         so the event loop is not held for the forward pass."""
         query: str | None = None
         try:
-            if len(self._snapshot) and self.embedder.ready:
+            agent = ctx.agent or self.agent
+            snap = self._snapshot if agent == self.agent else self._snapshot_of(agent)[0]
+            if len(snap) and self.embedder.ready:
                 query = self._extract_query(ctx)
                 cached = getattr(self.embedder, "cached_query", None)
                 if query and cached is not None and cached(query) is None:
