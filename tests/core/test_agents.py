@@ -61,6 +61,11 @@ def test_an_agents_skill_is_never_injected_for_another(make_engine: Any, tmp_pat
     assert injected(engine, hist, "support") == []
     block = engine.before_call(ctx(text, "support")).text
     assert "coder" not in block and "agent" not in block  # the block names no other agent
+    import asyncio
+
+    fresh = "Someone wants a refund for an order they placed last week"  # not in the LRU yet
+    assert asyncio.run(engine.abefore_call(ctx(fresh, "support"))).skill_names == ["refund-policy"]
+    assert asyncio.run(engine.abefore_call(ctx(fresh, "coder"))).skill_names == []
 
 
 def test_a_shared_skill_reaches_every_agent_and_groups_limit_it(
