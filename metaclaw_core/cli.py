@@ -13,8 +13,8 @@ from pydantic import ValidationError
 from rich.console import Console
 from rich.table import Table
 
+from metaclaw_core.cli_support import AgentOpt, JsonOpt
 from metaclaw_core.cli_support import Guard as _Guard
-from metaclaw_core.cli_support import JsonOpt
 from metaclaw_core.cli_support import fail as _fail
 from metaclaw_core.cli_support import generation_json as _generation_json
 from metaclaw_core.cli_support import print_json as _print_json
@@ -51,24 +51,34 @@ def _root(
 def skills_list(
     as_json: JsonOpt = False,
     all_versions: Annotated[bool, typer.Option("--all", help="Include retired versions.")] = False,
+    agent: AgentOpt = None,
 ) -> None:
-    """List the live skills."""
+    """List the agent's live skills and the shared skills it receives (scope column)."""
     with _Guard(), _engine() as engine:
-        skills = engine.library.all_versions() if all_versions else engine.library.live()
+        lib = engine.library_of(agent)
+        own = lib.all_versions() if all_versions else lib.live()
+        received = lib.received()
+        skills = sorted(own + received, key=lambda s: (s.name, s.generation_added or 0))
         if as_json:
             _print_json(
                 {
-                    "generation": engine.library.current_generation(),
+                    "agent": lib.agent,
+                    "generation": lib.current_generation(),
                     "skills": [_skill_json(s) for s in skills],
                 }
             )
             return
-        table = Table(title=f"skills (generation {engine.library.current_generation()})")
-        for col in ("name", "category", "added", "retired", "description"):
+        title = f"skills of {lib.agent} (generation {lib.current_generation()})"
+        table = Table(title=title)
+        for col in ("name", "scope", "category", "added", "retired", "description"):
             table.add_column(col)
         for s in skills:
+            scope = "own" if s.agent == lib.agent else f"from {s.agent}"
+            if s.shared:
+                scope += ", shared" + (f" with {', '.join(s.groups)}" if s.groups else "")
             table.add_row(
                 s.name,
+                scope,
                 s.category or "",
                 str(s.generation_added),
                 str(s.generation_retired or ""),
@@ -78,10 +88,12 @@ def skills_list(
 
 
 @skills_app.command("show")
-def skills_show(name: str, as_json: JsonOpt = False) -> None:
+def skills_show(name: str, as_json: JsonOpt = False, agent: AgentOpt = None) -> None:
     """Show one live skill as SKILL.md."""
     with _Guard(), _engine() as engine:
-        skill = engine.library.get(name)
+        lib = engine.library_of(agent)
+        found = [s for s in lib.received() if s.name == name]
+        skill = found[0] if found and name not in {s.name for s in lib.live()} else lib.get(name)
         if as_json:
             _print_json(_skill_json(skill))
         else:
@@ -98,6 +110,7 @@ def skills_add(
     category: Annotated[str | None, typer.Option("--category")] = None,
     file: Annotated[Path | None, typer.Option("--file", "-f", help="A SKILL.md file.")] = None,
     as_json: JsonOpt = False,
+    agent: AgentOpt = None,
 ) -> None:
     """Add one skill (from options or a SKILL.md file): a new generation."""
     with _Guard():
@@ -120,7 +133,7 @@ def skills_add(
                 _fail(f"{first['loc'][0]}: {first['msg'].removeprefix('Value error, ')}")
                 return
         with _engine(embedder=True) as engine:
-            gen = engine.library.add(skill, reason=f"add {skill.name}")
+            gen = engine.library_of(agent).add(skill, reason=f"add {skill.name}")
         if as_json:
             _print_json({"generation": _generation_json(gen), "skill": _skill_json(skill)})
         else:
@@ -176,10 +189,10 @@ def skills_import(
 
 
 @skills_app.command("export")
-def skills_export(directory: Path, as_json: JsonOpt = False) -> None:
-    """Write the live skills as <name>/SKILL.md folders."""
+def skills_export(directory: Path, as_json: JsonOpt = False, agent: AgentOpt = None) -> None:
+    """Write the agent's live skills as <name>/SKILL.md folders."""
     with _Guard(), _engine() as engine:
-        paths = engine.library.export_dir(directory)
+        paths = engine.library_of(agent).export_dir(directory)
         if as_json:
             _print_json({"written": [str(p) for p in paths]})
         else:
@@ -187,10 +200,10 @@ def skills_export(directory: Path, as_json: JsonOpt = False) -> None:
 
 
 @skills_app.command("retire")
-def skills_retire(names: list[str], as_json: JsonOpt = False) -> None:
+def skills_retire(names: list[str], as_json: JsonOpt = False, agent: AgentOpt = None) -> None:
     """Retire live skills: a new generation."""
     with _Guard(), _engine() as engine:
-        gen = engine.library.retire(names, reason=f"retire {', '.join(names)}")
+        gen = engine.library_of(agent).retire(names, reason=f"retire {', '.join(names)}")
         if as_json:
             _print_json({"generation": _generation_json(gen)})
         else:
@@ -198,10 +211,10 @@ def skills_retire(names: list[str], as_json: JsonOpt = False) -> None:
 
 
 @skills_app.command("history")
-def skills_history(as_json: JsonOpt = False) -> None:
-    """Every generation of the library, with its reason and diff."""
+def skills_history(as_json: JsonOpt = False, agent: AgentOpt = None) -> None:
+    """Every generation of the agent's library, with its reason and diff."""
     with _Guard(), _engine() as engine:
-        gens = engine.library.history()
+        gens = engine.library_of(agent).history()
         if as_json:
             _print_json({"generations": [_generation_json(g) for g in gens]})
             return
@@ -239,14 +252,45 @@ def skills_reembed(as_json: JsonOpt = False) -> None:
 
 
 @skills_app.command("rollback")
-def skills_rollback(generation: int, as_json: JsonOpt = False) -> None:
-    """Restore the live set of GENERATION, as a new generation."""
+def skills_rollback(generation: int, as_json: JsonOpt = False, agent: AgentOpt = None) -> None:
+    """Restore the agent's live set of GENERATION, as a new generation."""
     with _Guard(), _engine(embedder=True) as engine:
-        gen = engine.library.rollback(generation)
+        gen = engine.library_of(agent).rollback(generation)
         if as_json:
             _print_json({"generation": _generation_json(gen)})
         else:
             out.print(f"rolled back to generation {generation} -> generation {gen.number}")
+
+
+@skills_app.command("share")
+def skills_share(
+    name: str,
+    from_agent: Annotated[str, typer.Option("--from", help="The agent that owns the skill now.")],
+    group: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--group",
+            help="Share with this group of agents only (settings [agents] groups); repeatable. "
+            "Default: every agent.",
+        ),
+    ] = None,
+    allow_flagged: Annotated[
+        bool,
+        typer.Option("--allow-flagged", help="Share even if a vetting check holds it."),
+    ] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Promote agent FROM's live skill NAME to shared: every agent (or the agents of
+    --group) receives it. Vetted again against the receiving agents' libraries."""
+    with _Guard(), _engine(embedder=True) as engine:
+        gen = engine.library_of(from_agent).share(
+            name, groups=list(group or []), allow_flagged=allow_flagged
+        )
+        if as_json:
+            _print_json({"generation": _generation_json(gen)})
+        else:
+            whom = f"the agents of {', '.join(group)}" if group else "every agent"
+            out.print(f"shared {name} from {gen.agent} with {whom} -> generation {gen.number}")
 
 
 # -- retrieval ---------------------------------------------------------------------------
@@ -255,8 +299,9 @@ def retrieve(
     text: str,
     k: Annotated[int | None, typer.Option("--k", help="How many skills at most.")] = None,
     as_json: JsonOpt = False,
+    agent: AgentOpt = None,
 ) -> None:
-    """Show what would be injected for TEXT."""
+    """Show what would be injected for TEXT (into a call of --agent)."""
     with _Guard():
         from metaclaw_core.config import Settings
         from metaclaw_core.engine import MetaClaw
@@ -268,7 +313,9 @@ def retrieve(
             if not engine.wait_ready():
                 _fail(f"the embedding model could not be loaded: {engine.faults.last_error or ''}")
             inj = engine.before_call(
-                CallContext(framework="cli", messages=[Message(role="user", content=text)])
+                CallContext(
+                    framework="cli", messages=[Message(role="user", content=text)], agent=agent
+                )
             )
             if as_json:
                 _print_json(
@@ -305,6 +352,7 @@ def _traj_summary(t: Trajectory) -> dict[str, Any]:
         "outcome": t.outcome,
         "truncated": t.truncated,
         "reward": t.reward,
+        "agent": t.agent,
     }
 
 
@@ -314,10 +362,14 @@ def trajectories_list(
     session: Annotated[str | None, typer.Option("--session")] = None,
     generation: Annotated[int | None, typer.Option("--generation")] = None,
     as_json: JsonOpt = False,
+    agent: AgentOpt = None,
 ) -> None:
-    """The newest captured trajectories."""
+    """The newest captured trajectories (of --agent; every agent's without it)."""
     with _Guard(), _engine() as engine:
-        items = engine.trajectories.recent(limit, session_id=session, generation=generation)
+        who = None if agent is None else engine.library_of(agent).agent
+        items = engine.trajectories.recent(
+            limit, session_id=session, generation=generation, agent=who
+        )
         if as_json:
             _print_json({"trajectories": [_traj_summary(t) for t in items]})
             return
@@ -425,6 +477,11 @@ def status(
             with _engine() as engine:
                 engine.refresh_snapshot()
                 data = engine.status()
+                if set(data.get("agents") or {}) - {engine.agent}:  # several agents
+                    try:
+                        data["trajectories_by_agent"] = engine.trajectories.agents()
+                    except Exception as exc:  # counts are extra: the status still prints
+                        data["store_error"] = str(exc)
                 data["config_file"] = str(engine.settings.config_file)
                 data["config_file_exists"] = engine.settings.config_file.exists()
         if as_json:
@@ -440,6 +497,21 @@ def status(
             "embedding_model",
         ):
             out.print(f"{key:>16}: {data.get(key)}", highlight=False)
+        agents = data.get("agents") or {}
+        if len(agents) > 1 or set(agents) - {"default"}:
+            table = Table(title="agents")
+            for col in ("agent", "generation", "own skills", "shared received", "trajectories"):
+                table.add_column(col)
+            counts = data.get("trajectories_by_agent") or {}
+            for name, a in agents.items():
+                table.add_row(
+                    name,
+                    str(a["generation"]),
+                    str(a["live_skills"]),
+                    str(a["received"]),
+                    str(counts.get(name, "")),
+                )
+            out.print(table)
         if data.get("store_error"):
             out.print(f"[red]{'store_error':>16}: {data['store_error']}[/red]")
 

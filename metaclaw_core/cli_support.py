@@ -19,6 +19,10 @@ if TYPE_CHECKING:  # `metaclaw --help` must not pay for the engine's imports
     from metaclaw_core.engine import MetaClaw
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable output (stable).")]
+AgentOpt = Annotated[
+    str | None,
+    typer.Option("--agent", help="The agent whose records to use (default: agents.default)."),
+]
 
 
 def read_only_engine(*, embedder: bool = False) -> MetaClaw:

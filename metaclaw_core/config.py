@@ -11,13 +11,15 @@ import os
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, SecretStr
+from pydantic import BaseModel, Field, SecretStr, field_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
     TomlConfigSettingsSource,
 )
+
+from metaclaw_core.agents import validate_agent
 
 DEFAULT_HOME = "~/.metaclaw"
 HUB_MINILM = "sentence-transformers/all-MiniLM-L6-v2"
@@ -146,7 +148,14 @@ class ServiceSettings(BaseModel):
     token: SecretStr | None = Field(
         None,
         description="Bearer token every route but /healthz then requires (env "
-        "METACLAW_SERVICE__TOKEN). Required for a non-loopback bind.",
+        "METACLAW_SERVICE__TOKEN). Required for a non-loopback bind. It covers every agent.",
+    )
+    agent_tokens: dict[str, list[str]] = Field(
+        default_factory=dict,
+        description="Tokens limited to given agents: token → agent ids. A key 'env:NAME' is "
+        "the token held by environment variable NAME (keep secrets out of config.toml). A "
+        "request with such a token for another agent's skills, trajectories, evidence or "
+        "proxy is refused (403).",
     )
     max_request_bytes: int = Field(
         8 * 1024 * 1024, ge=1024, description="Largest request body accepted (413 beyond)."
@@ -213,6 +222,18 @@ class TrainSettings(BaseModel):
         False,
         description="Run the slow loop inside `metaclaw serve`: train in idle windows and serve "
         "the trained policy from /v1/chat/completions instead of the upstream.",
+    )
+    agents: list[str] = Field(
+        default_factory=list,
+        description="Agents the slow loop trains, each with its own query buffer and LoRA (per "
+        "agent and base model), scheduled fairly in idle windows (the least recently trained "
+        "with data first); the proxy serves each caller its agent's policy. Empty: the "
+        "engine's agent only.",
+    )
+    agent_base_models: dict[str, str] = Field(
+        default_factory=dict,
+        description="The base model of an agent's LoRA (agent → model); agents not named "
+        "here use base_model.",
     )
     backend: str = Field(
         "local",
@@ -713,6 +734,30 @@ class LifecycleSettings(BaseModel):
     )
 
 
+class AgentSettings(BaseModel):
+    """Several agents on one MetaClaw (docs/architecture.md, "Agents")."""
+
+    default: str = Field(
+        "default",
+        description="The agent of calls that name none (MetaClaw(agent=...) overrides it).",
+    )
+    groups: dict[str, list[str]] = Field(
+        default_factory=dict,
+        description="Named groups of agents a shared skill may be scoped to "
+        '(`metaclaw skills share NAME --from A --group G`), e.g. support = ["a", "b"].',
+    )
+
+    @field_validator("default")
+    @classmethod
+    def _agent(cls, v: str) -> str:
+        return validate_agent(v)
+
+    @field_validator("groups")
+    @classmethod
+    def _groups(cls, v: dict[str, list[str]]) -> dict[str, list[str]]:
+        return {validate_agent(g): [validate_agent(a) for a in agents] for g, agents in v.items()}
+
+
 class Settings(BaseSettings):
     """All metaclaw-core settings."""
 
@@ -738,6 +783,7 @@ class Settings(BaseSettings):
     lifecycle: LifecycleSettings = Field(default_factory=LifecycleSettings)
     validation: ValidationSettings = Field(default_factory=lambda: ValidationSettings())
     holdout: HoldoutSettings = Field(default_factory=HoldoutSettings)
+    agents: AgentSettings = Field(default_factory=AgentSettings)
     load_entrypoints: bool = Field(True, description="Load third-party plugins (group 'metaclaw').")
     role: Literal["standalone", "serving", "learner"] = Field(
         "standalone",

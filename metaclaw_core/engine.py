@@ -19,6 +19,7 @@ from metaclaw_core.errors import MetaClawError
 from metaclaw_core.faults import FaultLog
 
 if TYPE_CHECKING:
+    from metaclaw_core.agents import validate_agent
     from metaclaw_core.call import ModelCall
     from metaclaw_core.capture import encode_call
     from metaclaw_core.config import Settings
@@ -38,7 +39,7 @@ if TYPE_CHECKING:
     from metaclaw_core.plugin_manager import make_plugin_manager
     from metaclaw_core.skills.block import choose_within_budget
     from metaclaw_core.skills.index import SkillSnapshot
-    from metaclaw_core.skills.library import ImportReport, SkillLibrary
+    from metaclaw_core.skills.library import ImportReport, LibraryState, SkillLibrary
     from metaclaw_core.skills.snapshot_cache import cache_path, load_snapshot, save_snapshot
     from metaclaw_core.skills.verdict import Finding, as_findings
     from metaclaw_core.skills.vetting import VetContext
@@ -60,6 +61,7 @@ def _load_runtime() -> None:
     if "SkillSnapshot" in globals():
         return
     from metaclaw_core import capture, embeddings, models
+    from metaclaw_core.agents import validate_agent
     from metaclaw_core.config import Settings
     from metaclaw_core.holdout import Holdout
     from metaclaw_core.plugin_manager import make_plugin_manager
@@ -75,6 +77,7 @@ def _load_runtime() -> None:
 
     names: dict[str, Any] = {
         "encode_call": capture.encode_call,
+        "validate_agent": validate_agent,
         "Settings": Settings,
         "Embedder": embeddings.Embedder,
         "LoadedEmbedder": embeddings.LoadedEmbedder,
@@ -131,6 +134,9 @@ FALLBACK_DIM = 384
 # ``generation = current``) and is kept as support data; ``metadata["degraded"]`` says why.
 GENERATION_UNKNOWN = -1
 DEGRADED_LIBRARY = "skill library not loaded yet"
+# The key of the snapshot an agent unknown to the library gets: the skills shared with every
+# agent. Not a valid agent id (ids start with a letter or digit), so no agent has it.
+ANYONE = "*anyone"
 
 
 class MetaClaw:
@@ -140,6 +146,9 @@ class MetaClaw:
         settings: defaults to ``Settings()`` (``$METACLAW_HOME/config.toml`` + env).
         plugins: extra plugin objects or modules implementing :mod:`metaclaw_core.hookspecs`.
         capture: open the capture journal and writer (False for read-only tools).
+        agent: the agent of calls whose context names none (default: ``agents.default``,
+            ``"default"``). Calls may name another (``CallContext(agent=...)``): each agent
+            is served its own skills and the shared ones that reach it.
     """
 
     def __init__(
@@ -148,9 +157,11 @@ class MetaClaw:
         *,
         plugins: list[Any] | tuple[Any, ...] = (),
         capture: bool = True,
+        agent: str | None = None,
     ) -> None:
         _load_runtime()
         self.settings = settings or Settings()
+        self.agent: str = validate_agent(agent or self.settings.agents.default)
         self.faults = FaultLog(log)
         self.pm = make_plugin_manager(plugins, load_entrypoints=self.settings.load_entrypoints)
         self.hook = self.pm.hook
@@ -169,12 +180,19 @@ class MetaClaw:
                 if self.settings.role == "serving"
                 else None
             ),
+            agent=self.agent,
+            groups=self.settings.agents.groups,
         )
         self._last_refresh: float | None = None
         # recorded with each captured query vector (the trajectories' ``embedder`` column)
         self._embedder_id = self.library.embedder_id
         self.trajectories = TrajectoryStore(self.store, default_dim=self._vector_dim)
-        self._snapshot = SkillSnapshot(generation=0)
+        self._snapshot = SkillSnapshot(generation=0)  # the engine's own agent's
+        # Other agents' snapshots, built with each read of the library (off the hot path);
+        # the dict is replaced, never changed.
+        self._agent_snapshots: dict[str, SkillSnapshot] = {}
+        self._state: LibraryState | None = None
+        self._agents_status_cache: tuple[LibraryState, dict[str, dict[str, int]]] | None = None
         self._snapshot_loaded = threading.Event()  # first attempt done (maybe failed)
         self._library_loaded = False  # a snapshot (from the store or its cache) is served
         self._snapshot_from_cache = False  # ...from the cache: the store's read replaces it
@@ -254,6 +272,12 @@ class MetaClaw:
     def generation(self) -> int:
         return self._snapshot.generation
 
+    @property
+    def store_generation(self) -> int:
+        """The store's newest generation number, any agent's, as of the last library read."""
+        state = self._state
+        return state.number if state is not None else self._snapshot.generation
+
     # -- hot path ------------------------------------------------------------------------
     def before_call(self, ctx: CallContext) -> Injection:
         """Choose and render the skills for this call. Never raises; never waits on I/O."""
@@ -262,9 +286,13 @@ class MetaClaw:
     def _inject(self, ctx: CallContext, query: str | None) -> Injection:
         """before_call, with the query given when the caller already extracted it."""
         started = time.perf_counter()
+        agent = ctx.agent or self.agent
         # Read the flag before the reference: the snapshot is swapped in before it is set.
         loaded = self._library_loaded
-        snap = self._snapshot  # one reference: the whole call sees one generation
+        if agent == self.agent:
+            snap = self._snapshot  # one reference: the whole call sees one generation
+        else:
+            snap, loaded = self._snapshot_of(agent)
         generation = snap.generation if loaded else GENERATION_UNKNOWN
         self.last_call_at = time.time()
         try:
@@ -273,7 +301,7 @@ class MetaClaw:
             qvec = self._query_vector(query) if query and len(snap) else None
             found = self._retrieve(ctx, query, qvec, snap)
             # The randomised holdout of new skills: an in-memory draw, no I/O.
-            found, arms = self.holdout.assign(found)
+            found, arms = self.holdout.assign(found, agent)
             chosen, text = self._render(ctx, found)
             if arms:  # an "injected" skill the token budget left out was not injected
                 names = {c.skill.name for c in chosen}
@@ -293,6 +321,7 @@ class MetaClaw:
                 started_at=started,
                 degraded=degraded,
                 holdout=arms,
+                agent=agent,
             )
         except Exception as exc:
             self.faults.record("before_call", exc)
@@ -301,9 +330,59 @@ class MetaClaw:
                 generation=generation,
                 started_at=started,
                 degraded=f"{type(exc).__name__}: {exc}",
+                agent=agent,
             )
         self._remember(injection)
         return injection
+
+    def _snapshot_of(self, agent: str) -> tuple[SkillSnapshot, bool]:
+        """Another agent's snapshot and whether the library is loaded for it. Every agent
+        the library knows (owners of skills, makers of generations, members of groups) has
+        one built with each read of the library, off the hot path; any other agent receives
+        exactly the skills shared with every agent (``ANYONE``'s snapshot), so a call never
+        builds one. Only an agent that the settings' groups name but the last read did not
+        know is built here, once, in memory (no I/O)."""
+        snapshots = self._agent_snapshots
+        snap = snapshots.get(agent)
+        if snap is not None:
+            return snap, True
+        state = self._state
+        if state is None:
+            return SkillSnapshot(generation=0), False
+        if not any(agent in members for members in state.members.values()):
+            return snapshots.get(ANYONE) or SkillSnapshot(generation=0), ANYONE in snapshots
+        snap = self.library.snapshot_of(state, agent)
+        with self._snapshot_lock:
+            if self._state is state:  # a newer read would have built it from newer data
+                self._agent_snapshots = {**self._agent_snapshots, agent: snap}
+        return snap, True
+
+    def _build_snapshots(self, state: LibraryState) -> dict[str, SkillSnapshot]:
+        """Every known agent's snapshot from one read of the library (off the hot path)."""
+        known = set(state.agents()) | set(self._agent_snapshots) - {ANYONE}
+        known |= {a for members in state.members.values() for a in members}
+        known.discard(self.agent)
+        old = self._agent_snapshots
+        out: dict[str, SkillSnapshot] = {}
+        for a in [*sorted(known), ANYONE]:
+            kept = old.get(a)
+            # unchanged since the last read (its generation is what it receives): kept as is
+            if kept is not None and kept.generation == state.generation_of(a) and kept.generation:
+                out[a] = kept
+            else:
+                out[a] = self.library.snapshot_of(state, a)
+        return out
+
+    def snapshot_for(self, agent: str | None = None) -> SkillSnapshot:
+        """The skill index ``agent``'s calls are served from right now."""
+        agent = validate_agent(agent) if agent else self.agent
+        if agent == self.agent:
+            return self._snapshot
+        return self._snapshot_of(agent)[0]
+
+    def library_of(self, agent: str | None = None) -> SkillLibrary:
+        """The skill library acting for ``agent`` (default: this engine's)."""
+        return self.library.for_agent(agent)
 
     def _retrieve(
         self, ctx: CallContext, query: str, qvec: Vector | None, snap: SkillSnapshot
@@ -400,11 +479,12 @@ class MetaClaw:
             builtin_redaction = any(h.plugin_name == REDACTION_PLUGIN for h in hooks)
             host_plugins = len(hooks) - builtin_redaction
             tid = new_id()
-            generation = inj.generation if inj is not None else self._served_generation()
+            agent = ctx.agent or (inj.agent if inj is not None else None) or self.agent
+            generation = inj.generation if inj is not None else self._served_generation(agent)
             if generation == GENERATION_UNKNOWN and self._library_loaded:
                 # Loaded since before_call (an LLM call outlasts the first store read): the
                 # generation the store was at, the one the call would have been served from.
-                generation = self._snapshot.generation
+                generation = self._served_generation(agent)
             metadata = ctx.metadata
             if inj is not None and inj.degraded:
                 metadata = {**metadata, "degraded": inj.degraded}  # the trajectory says so
@@ -425,6 +505,7 @@ class MetaClaw:
                     "latency_ms": latency_ms,
                     "error": err,
                     "outcome": "error" if err else "unknown",
+                    "agent": agent,
                 },
                 metadata=metadata,
                 vector=inj.query_vector if inj is not None else None,
@@ -447,14 +528,17 @@ class MetaClaw:
                 raise MetaClawError("capture is disabled (the spool could not be opened)")
             self.writer.submit_trajectory(record)
             if inj is not None and inj.holdout:
-                self.holdout.record(tid, inj.holdout)  # an append; written off the hot path
+                self.holdout.record(tid, inj.holdout, agent)  # an append; written off the hot path
             return tid
         except Exception as exc:
             self.faults.record("after_call", exc)
             return None
 
-    def _served_generation(self) -> int:
-        return self._snapshot.generation if self._library_loaded else GENERATION_UNKNOWN
+    def _served_generation(self, agent: str | None = None) -> int:
+        if agent is None or agent == self.agent:
+            return self._snapshot.generation if self._library_loaded else GENERATION_UNKNOWN
+        snap, loaded = self._snapshot_of(agent)
+        return snap.generation if loaded else GENERATION_UNKNOWN
 
     def feedback(
         self, trajectory_id: str, reward: float, *, source: str = "user", detail: str | None = None
@@ -488,7 +572,9 @@ class MetaClaw:
         so the event loop is not held for the forward pass."""
         query: str | None = None
         try:
-            if len(self._snapshot) and self.embedder.ready:
+            agent = ctx.agent or self.agent
+            snap = self._snapshot if agent == self.agent else self._snapshot_of(agent)[0]
+            if len(snap) and self.embedder.ready:
                 query = self._extract_query(ctx)
                 cached = getattr(self.embedder, "cached_query", None)
                 if query and cached is not None and cached(query) is None:
@@ -553,7 +639,7 @@ class MetaClaw:
             Path(path), replace=replace, strict=strict, allow_flagged=allow_flagged
         )
 
-    def vet_context(self) -> VetContext:
+    def vet_context(self, agent: str | None = None) -> VetContext:
         """What vetting checks may consult: the embedder, the live snapshot's vectors, and
         the risky-intent exemplars plugins add (``metaclaw_review_exemplars``)."""
         extra: dict[str, list[str]] = {}
@@ -563,7 +649,8 @@ class MetaClaw:
                     extra.setdefault(str(category), []).extend(str(t) for t in texts)
         except Exception as exc:  # a broken plugin must not open the gate: its checks still run
             self.faults.record("review exemplars", exc)
-        return VetContext(self.embedder, self._snapshot, exemplars=extra)
+        snap = self._snapshot if agent is None else self.snapshot_for(agent)
+        return VetContext(self.embedder, snap, exemplars=extra)
 
     def vet(
         self, skill: Skill, live: list[Skill], context: VetContext | None = None
@@ -592,7 +679,8 @@ class MetaClaw:
         return as_findings(answers)
 
     def _vet(self, skill: Skill, live: list[Skill]) -> list[Finding]:
-        return self.vet(skill, live)
+        agent = skill.agent if skill.agent != self.agent else None
+        return self.vet(skill, live, self.vet_context(agent))
 
     def _on_generation(self, generation: Generation, skills: list[Skill]) -> None:
         self.refresh_snapshot()
@@ -605,9 +693,15 @@ class MetaClaw:
         """Rebuild the index from the store and swap it in by reference (off the hot path)."""
         # Build outside the lock: the library takes its own lock, and a library change calls
         # back into here while holding it (lock-order inversion otherwise).
-        snap = self.library.snapshot()
+        state = self.library.state()
+        snap = self.library.snapshot_of(state, self.agent)
+        others = self._build_snapshots(state)
         with self._snapshot_lock:
             first_read = not self._library_loaded or self._snapshot_from_cache
+            newer = self._state is None or state.number >= self._state.number
+            if newer or first_read:
+                self._state = state
+                self._agent_snapshots = others
             if snap.generation >= self._snapshot.generation or first_read:
                 self._snapshot = snap
             self._library_loaded = True
@@ -619,7 +713,7 @@ class MetaClaw:
         return served
 
     def _snapshot_cache_path(self) -> Path:
-        return cache_path(self.settings.home, self.settings.store_uri)
+        return cache_path(self.settings.home, self.settings.store_uri, self.agent)
 
     def _serve_cached_snapshot(self) -> None:
         """Serve the snapshot cached by the last run until the store's first read (below)."""
@@ -650,6 +744,7 @@ class MetaClaw:
                 snap,
                 store_uri=self.settings.store_uri,
                 embedder_id=self.library.embedder_id,
+                agents=self._state.agents() if self._state is not None else None,
             )
             self._cached_generation = snap.generation
         except Exception as exc:  # a cache: the next start reads the store, as without one
@@ -667,7 +762,8 @@ class MetaClaw:
                     self.refresh_snapshot()
                 else:
                     self.library.refresh()
-                    if self.library.current_generation() != self._snapshot.generation:
+                    known = self._state.number if self._state is not None else None
+                    if self.library.store_generation() != known:
                         self.refresh_snapshot()
                 self._last_refresh = time.monotonic()
             except Exception as exc:
@@ -723,6 +819,32 @@ class MetaClaw:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    def _agents_status(self) -> dict[str, dict[str, int]]:
+        """Per agent the library knows (and this engine's): own live skills, shared skills
+        received, generation; from the last read of the library (no I/O)."""
+        state = self._state
+        cached = self._agents_status_cache
+        if state is not None and cached is not None and cached[0] is state:
+            return cached[1]
+        if state is None:
+            return {
+                self.agent: {
+                    "live_skills": len(self._snapshot),
+                    "received": 0,
+                    "generation": self._snapshot.generation,
+                }
+            }
+        out = {
+            a: {
+                "live_skills": len(state.own_rows(a)),
+                "received": len(state.received_rows(a)),
+                "generation": state.generation_of(a),
+            }
+            for a in sorted(set(state.agents()) | {self.agent})
+        }
+        self._agents_status_cache = (state, out)  # one per read of the library
+        return out
+
     def status(self) -> dict[str, Any]:
         """Paths, counts, generation, model, health: what `metaclaw status` prints."""
         snap = self._snapshot
@@ -764,6 +886,8 @@ class MetaClaw:
             "faults": dict(self.faults.counts),
             "holdout": self.holdout.status(),
             "last_error": self.faults.last_error,
+            "agent": self.agent,
+            "agents": self._agents_status(),
         }
         try:
             for section in self.hook.metaclaw_engine_status(engine=self):

@@ -8,6 +8,10 @@ only draws and appends to an in-memory list; a daemon thread writes the assignme
 ``holdout_calls`` table and decides, from the rewards of the two arms, to promote the skill
 (the lift's interval is above zero) or retire it (below zero, or N calls without a gain).
 Each decision is a generation with its reason and numbers, and a row of ``holdouts``.
+
+Agents: a holdout is of one agent's skill, counted over that agent's calls. Its key in the
+tables is the skill's name for the default agent (as before agents) and ``agent/name`` for any
+other (names are per agent; a slug has no ``/``), see :func:`holdout_key`.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from metaclaw_core.agents import DEFAULT_AGENT
 from metaclaw_core.hookspecs import hookimpl
 from metaclaw_core.models import Generation, ScoredSkill, Skill, utcnow
 from metaclaw_core.store.db import HOLDOUT_CALLS, HOLDOUTS, REPLAYS, sql_in, sql_str
@@ -73,6 +78,17 @@ def holdout_calls_schema() -> pa.Schema:
         ],
         metadata={"metaclaw_schema_version": "1"},
     )
+
+
+def holdout_key(agent: str | None, name: str) -> str:
+    """The key of ``agent``'s skill ``name`` in the holdout tables."""
+    return name if agent in (None, DEFAULT_AGENT) else f"{agent}/{name}"
+
+
+def split_key(key: str) -> tuple[str, str]:
+    """(agent, skill name) of a holdout key."""
+    agent, sep, name = key.rpartition("/")
+    return (agent, name) if sep else (DEFAULT_AGENT, key)
 
 
 def draw(seed: int, skill: str, index: int) -> float:
@@ -158,8 +174,11 @@ class Holdout:
             self._thread.start()
 
     # -- hot path ------------------------------------------------------------------------
-    def assign(self, found: list[ScoredSkill]) -> tuple[list[ScoredSkill], dict[str, str] | None]:
-        """Drop the held-out skills from ``found``; return it and the arms drawn."""
+    def assign(
+        self, found: list[ScoredSkill], agent: str | None = None
+    ) -> tuple[list[ScoredSkill], dict[str, str] | None]:
+        """Drop the held-out skills from ``found`` (a call of ``agent``); return it and the
+        arms drawn (by skill name)."""
         active = self._active
         if not active or not found:
             return found, None
@@ -168,20 +187,23 @@ class Holdout:
         kept: list[ScoredSkill] = []
         for s in found:
             name = s.skill.name
-            n = active.get(name)
+            key = holdout_key(agent, name)
+            n = active.get(key)
             if n is None or n >= h.calls:
                 kept.append(s)
                 continue
-            active[name] = n + 1
-            if draw(h.seed, name, n) < h.probability:
+            active[key] = n + 1
+            if draw(h.seed, key, n) < h.probability:
                 arms[name] = INJECTED
                 kept.append(s)
             else:
                 arms[name] = HELD_OUT
         return kept, arms or None
 
-    def record(self, trajectory_id: str, arms: dict[str, str]) -> None:
+    def record(self, trajectory_id: str, arms: dict[str, str], agent: str | None = None) -> None:
         """Remember a captured call's arms (an append; the thread writes them)."""
+        if agent not in (None, DEFAULT_AGENT):
+            arms = {holdout_key(agent, n): a for n, a in arms.items()}
         self._pending.append((trajectory_id, arms, utcnow()))
 
     # -- the store -----------------------------------------------------------------------
@@ -238,9 +260,9 @@ class Holdout:
     def reload(self) -> None:
         """Read which skills are under holdout, and their counts, from the store."""
         states = self._rows(HOLDOUTS, "state = 'holdout'")
-        live = set(self.engine.snapshot.names) if self._snapshot_ok() else None
+        ok = self._snapshot_ok()
         counts: dict[str, int] = {}
-        names = [r["skill"] for r in states if live is None or r["skill"] in live]
+        names = [r["skill"] for r in states if not ok or self._is_live(r["skill"])]
         since = {r["skill"]: r["started_at"] for r in states}
         if names:
             for r in self._rows(HOLDOUT_CALLS, sql_in("skill", names)):
@@ -255,6 +277,11 @@ class Holdout:
     def _snapshot_ok(self) -> bool:
         return bool(self.engine.library_loaded)
 
+    def _is_live(self, key: str) -> bool:
+        """Whether the holdout's skill is served to its agent now (from memory)."""
+        agent, name = split_key(key)
+        return name in set(self.engine.snapshot_for(agent).names)
+
     # -- starting and deciding -----------------------------------------------------------
     @hookimpl
     def metaclaw_generation_advanced(self, generation: Generation, skills: list[Skill]) -> None:
@@ -267,10 +294,11 @@ class Holdout:
             s = by_name.get(name)
             if s is None or s.source not in h.sources:
                 continue
+            key = holdout_key(generation.agent, name)
             with self._lock:
                 self._put_state(
                     {
-                        "skill": name,
+                        "skill": key,
                         "state": "holdout",
                         "started_at": utcnow(),
                         "started_generation": generation.number,
@@ -281,7 +309,7 @@ class Holdout:
                         "numbers_json": None,
                     }
                 )
-            self._active = {**self._active, name: 0}
+            self._active = {**self._active, key: 0}
 
     def arms(
         self, skill: str, since: datetime | None = None
@@ -335,14 +363,19 @@ class Holdout:
         long ago (the library, the traffic and the model have changed since), or every
         failure it was distilled from has since been fixed by other skills' replays."""
         after = self.settings.holdout.recheck_after_generations
-        current = self.engine.library.current_generation()
-        live = set(self.engine.snapshot.names)
-        promoted = [r for r in self._rows(HOLDOUTS, "state = 'promoted'") if r["skill"] in live]
+        promoted = [
+            r for r in self._rows(HOLDOUTS, "state = 'promoted'") if self._is_live(r["skill"])
+        ]
         if not promoted:
             return
-        provenance = {s.name: s.provenance for s in self.engine.library.live()}
+        provenance: dict[str, dict[str, list[str]]] = {}  # agent → skill → its failures
         for row in promoted:
             decided = row["decided_generation"]
+            agent, name = split_key(row["skill"])
+            lib = self.engine.library_of(agent)
+            current = lib.current_generation()
+            if agent not in provenance:
+                provenance[agent] = {s.name: s.provenance for s in lib.live()}
             why = None
             if after and decided is not None and current - decided >= after:
                 why = (
@@ -350,8 +383,9 @@ class Holdout:
                     f"{current - decided} generations ago"
                 )
             else:
+                # the replays name skills, not agents: the bare name (failures are the agent's)
                 fixers = self._fixed_by_others(
-                    row["skill"], provenance.get(row["skill"], []), row["decided_at"]
+                    name, provenance[agent].get(name, []), row["decided_at"]
                 )
                 if fixers:
                     why = (
@@ -402,8 +436,9 @@ class Holdout:
         return sorted(set().union(*fixed.values()))
 
     def _decide(self, row: dict[str, Any], decision: str, lift: Lift) -> None:
-        name = row["skill"]
-        lib = self.engine.library
+        key = row["skill"]
+        agent, name = split_key(key)
+        lib = self.engine.library_of(agent)
         live = {s.name: s for s in lib.live()}
         gen: Generation | None = None
         if decision == "promoted":
@@ -429,16 +464,23 @@ class Holdout:
                 }
             )
         active = dict(self._active)
-        active.pop(name, None)
+        active.pop(key, None)
         self._active = active
         self.decisions += 1
         log.info("metaclaw: %s", reason)
 
-    def states(self, skill: str | None = None) -> list[dict[str, Any]]:
-        """Rows of ``holdouts`` (one skill's, or all), with their numbers decoded."""
-        where = None if skill is None else f"skill = {sql_str(skill)}"
+    def states(self, skill: str | None = None, agent: str | None = None) -> list[dict[str, Any]]:
+        """Rows of ``holdouts`` of ``agent``'s skills (one skill's, or all; default: the
+        default agent's), with their numbers decoded; ``skill`` is the bare name and ``key``
+        the row's key."""
+        agent = agent or DEFAULT_AGENT
+        where = None if skill is None else f"skill = {sql_str(holdout_key(agent, skill))}"
         out = []
         for r in self._rows(HOLDOUTS, where):
+            owner, name = split_key(r["skill"])
+            if owner != agent:
+                continue
+            r["key"], r["skill"], r["agent"] = r["skill"], name, owner
             r["numbers"] = json.loads(r.pop("numbers_json") or "null")
             out.append(r)
         return sorted(out, key=lambda r: str(r["started_at"]))
@@ -448,7 +490,7 @@ class Holdout:
         """One round of bookkeeping: write assignments, re-read states, decide."""
         with self._step_lock:
             self.flush()
-            generation = self.engine.snapshot.generation
+            generation = self.engine.store_generation  # any agent's change
             if generation != self._checked_generation and self.settings.role != "serving":
                 self._recheck_stale()  # only when the library moved: a read of `holdouts`
                 self._checked_generation = generation

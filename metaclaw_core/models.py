@@ -10,6 +10,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from metaclaw_core.agents import DEFAULT_AGENT, validate_agent
 from metaclaw_core.scoring import mean_reward
 
 SKILL_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,63}$")
@@ -23,6 +24,13 @@ def utcnow() -> datetime:
 
 _ID_PREFIX = os.urandom(8).hex()
 _ID_COUNTER = itertools.count(int.from_bytes(os.urandom(4), "big"))
+
+
+def _agent_id(v: str | None) -> str:
+    try:
+        return validate_agent(v)
+    except Exception as exc:  # a ConfigError is not a ValueError: pydantic would not wrap it
+        raise ValueError(str(exc)) from None
 
 
 def new_id() -> str:
@@ -50,6 +58,20 @@ class Skill(BaseModel):
     generation_added: int | None = None
     generation_retired: int | None = None
     created_at: datetime = Field(default_factory=utcnow)
+    agent: str = Field(DEFAULT_AGENT, description="The agent that owns it (learned it).")
+    shared: bool = Field(
+        False, description="Shared: received by every agent (or by ``groups``), not only its own."
+    )
+    groups: list[str] = Field(
+        default_factory=list,
+        description="For a shared skill: the groups of agents (settings ``[agents] groups``) "
+        "that receive it; empty = every agent.",
+    )
+
+    @field_validator("agent")
+    @classmethod
+    def _agent(cls, v: str) -> str:
+        return _agent_id(v)
 
     @field_validator("name")
     @classmethod
@@ -123,6 +145,7 @@ class Reward(BaseModel):
     source: str = "user"
     detail: str | None = None
     created_at: datetime = Field(default_factory=utcnow)
+    agent: str = Field(DEFAULT_AGENT, description="The agent of the rewarded trajectory.")
 
 
 class Generation(BaseModel):
@@ -134,6 +157,14 @@ class Generation(BaseModel):
     added: list[str] = Field(default_factory=list)
     retired: list[str] = Field(default_factory=list)
     updated: list[str] = Field(default_factory=list)
+    agent: str = Field(
+        DEFAULT_AGENT, description="The agent whose library changed (the owner of the skills)."
+    )
+    shared_with: list[str] | None = Field(
+        None,
+        description="When the change touched shared skills: the groups that receive them "
+        "([] = every agent); None: only ``agent`` sees the change.",
+    )
 
 
 class CallContext(BaseModel):
@@ -148,6 +179,14 @@ class CallContext(BaseModel):
     framework: str = "python"
     model: str | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
+    agent: str | None = Field(
+        None, description="The agent making the call (None: the engine's agent)."
+    )
+
+    @field_validator("agent")
+    @classmethod
+    def _agent(cls, v: str | None) -> str | None:
+        return None if v is None else _agent_id(v)
 
 
 class ScoredSkill(BaseModel):
@@ -185,6 +224,7 @@ class Injection(BaseModel):
     query_vector: Any = Field(None, exclude=True, repr=False)
     started_at: float = Field(0.0, exclude=True, repr=False)
     degraded: str | None = Field(None, description="Why nothing was injected, if it failed open.")
+    agent: str | None = Field(None, description="The agent the skills were chosen for.")
     holdout: dict[str, str] | None = Field(
         None,
         description="Skills under a randomised holdout that retrieval chose for this call: "
@@ -225,6 +265,7 @@ class Trajectory(BaseModel):
     truncated: bool = False
     rewards: list[Reward] = Field(default_factory=list)
     metadata: dict[str, Any] = Field(default_factory=dict)
+    agent: str = Field(DEFAULT_AGENT, description="The agent that made the call.")
 
     @property
     def reward(self) -> float | None:

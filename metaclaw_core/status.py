@@ -48,7 +48,7 @@ def _quick_status(settings: Settings) -> dict[str, Any] | None:
     if settings.load_entrypoints and _has_entrypoint_plugins(hookspecs.PROJECT):
         return None
     from metaclaw_core.embeddings import make_embedder
-    from metaclaw_core.skills.snapshot_cache import cache_path, load_snapshot
+    from metaclaw_core.skills.snapshot_cache import cache_path, cached_agents, load_snapshot
     from metaclaw_core.store.db import GENERATIONS, HOLDOUTS, TRAJECTORIES
     from metaclaw_core.store.manifest import table_rows
 
@@ -56,10 +56,15 @@ def _quick_status(settings: Settings) -> dict[str, Any] | None:
     generations = table_rows(uri, GENERATIONS) or 0
     if generations:
         snap = load_snapshot(
-            cache_path(settings.home, uri), store_uri=uri, embedder_id=embedder.model_id
+            cache_path(settings.home, uri, settings.agents.default),
+            store_uri=uri,
+            embedder_id=embedder.model_id,
         )
         if snap is None or snap.generation != generations:
             return None
+        path = cache_path(settings.home, uri, settings.agents.default)
+        if set(cached_agents(path) or ["?"]) - {settings.agents.default}:
+            return None  # several agents (or not recorded): the store says which
         generation, live = snap.generation, len(snap)
     else:
         generation, live = 0, 0
@@ -96,6 +101,11 @@ def _quick_status(settings: Settings) -> dict[str, Any] | None:
         },
         "holdout": {"active": {}, "pending": 0, "decisions": 0, "last_error": None},
         "last_error": None,
+        # only one agent's generations in the store (the cache's generation is the newest)
+        "agent": settings.agents.default,
+        "agents": {
+            settings.agents.default: {"live_skills": live, "received": 0, "generation": generation}
+        },
         "trajectories": trajectories,
         "config_file": str(settings.config_file),
         "config_file_exists": settings.config_file.exists(),

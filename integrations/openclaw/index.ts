@@ -37,6 +37,7 @@ export interface MetaClawConfig {
   injectTimeoutMs: number;
   captureTimeoutMs: number;
   readyWaitMs: number;
+  mainAgentId: string;
 }
 
 export const DEFAULTS: MetaClawConfig = {
@@ -46,6 +47,7 @@ export const DEFAULTS: MetaClawConfig = {
   injectTimeoutMs: 1500,
   captureTimeoutMs: 3000,
   readyWaitMs: 3000,
+  mainAgentId: "main",
 };
 
 type Json = Record<string, unknown>;
@@ -70,6 +72,7 @@ export function readConfig(raw: unknown): MetaClawConfig {
     injectTimeoutMs: int(c.injectTimeoutMs, DEFAULTS.injectTimeoutMs),
     captureTimeoutMs: int(c.captureTimeoutMs, DEFAULTS.captureTimeoutMs),
     readyWaitMs: Math.max(0, int(c.readyWaitMs, DEFAULTS.readyWaitMs)),
+    mainAgentId: typeof c.mainAgentId === "string" ? c.mainAgentId.trim().toLowerCase() : DEFAULTS.mainAgentId,
   };
 }
 
@@ -236,10 +239,11 @@ export class MetaClawClient {
     this.logger?.warn?.(`metaclaw: ${where} failed, the turn goes on without it: ${why}`);
   }
 
-  async request(method: "GET" | "POST", path: string, body: unknown, timeoutMs: number): Promise<Json> {
+  async request(method: "GET" | "POST", path: string, body: unknown, timeoutMs: number, agent?: string): Promise<Json> {
     const headers: Record<string, string> = { accept: "application/json" };
     if (body !== undefined) headers["content-type"] = "application/json";
     if (this.config.token) headers.authorization = `Bearer ${this.config.token}`;
+    if (agent) headers["x-metaclaw-agent"] = agent;
     const res = await fetch(this.config.serviceUrl + path, {
       method,
       headers,
@@ -263,6 +267,17 @@ export class MetaClawClient {
 // -- the plugin ---------------------------------------------------------------------------
 
 type HookCtx = { sessionId?: string; sessionKey?: string; runId?: string; agentId?: string; modelId?: string; trigger?: string; channel?: string };
+
+/** OpenClaw's agentId as a MetaClaw agent id (1-64 of [a-z0-9._-], starting with a letter or
+ * digit): lower-cased, other characters replaced by "-". Each OpenClaw agent learns for
+ * itself; no agentId, or OpenClaw's main agent (config mainAgentId, "main"): the service's
+ * default agent, as before agents (its skills and trajectories stay where they were). */
+export function agentOf(ctx: HookCtx | undefined, mainAgentId = DEFAULTS.mainAgentId): string | undefined {
+  const raw = (ctx?.agentId ?? "").trim().toLowerCase();
+  if (raw === mainAgentId) return undefined;
+  const id = raw.replace(/[^a-z0-9._-]/g, "-").replace(/^[^a-z0-9]+/, "").slice(0, 64);
+  return id || undefined;
+}
 
 function sessionOf(ctx: HookCtx | undefined): string | undefined {
   return ctx?.sessionId ?? ctx?.sessionKey;
@@ -328,6 +343,7 @@ export function registerMetaClaw(api: any): void {
             metadata: { agent_id: ctx?.agentId, run_id: ctx?.runId, trigger: ctx?.trigger, channel: ctx?.channel },
           },
           config.injectTimeoutMs,
+          agentOf(ctx, config.mainAgentId),
         );
         if (typeof res.call_id === "string") pending.put(runKey(ctx), res.call_id);
         const block = typeof res.text === "string" ? res.text : "";
@@ -361,6 +377,7 @@ export function registerMetaClaw(api: any): void {
             metadata: { agent_id: ctx?.agentId, run_id: event.runId ?? ctx?.runId, trigger: ctx?.trigger, channel: ctx?.channel },
           },
           config.captureTimeoutMs,
+          agentOf(ctx, config.mainAgentId),
         );
       } catch (err) {
         client.warn("turn capture", err);
@@ -381,6 +398,7 @@ export function registerMetaClaw(api: any): void {
           `/v1/sessions/${encodeURIComponent(session)}/end`,
           { reason: event.reason ?? null, message_count: typeof event.messageCount === "number" ? event.messageCount : null },
           config.captureTimeoutMs,
+          agentOf(ctx, config.mainAgentId),
         );
       } catch (err) {
         client.warn("session end", err);
@@ -393,8 +411,8 @@ export function registerMetaClaw(api: any): void {
     name: "metaclaw",
     description: "MetaClaw: `/metaclaw` shows status; `/metaclaw good|bad [note]` rates the last turn.",
     acceptsArgs: true,
-    handler: async (ctx: { args?: string; sessionId?: string; sessionKey?: string }) => ({
-      text: await metaclawCommand(client, ctx.args ?? "", ctx.sessionId ?? ctx.sessionKey),
+    handler: async (ctx: { args?: string; sessionId?: string; sessionKey?: string; agentId?: string }) => ({
+      text: await metaclawCommand(client, ctx.args ?? "", ctx.sessionId ?? ctx.sessionKey, agentOf(ctx, config.mainAgentId)),
     }),
   });
 }
@@ -402,12 +420,12 @@ export function registerMetaClaw(api: any): void {
 const RATINGS: Record<string, number> = { good: 1, "+": 1, up: 1, "+1": 1, bad: -1, "-": -1, down: -1, "-1": -1 };
 
 /** The text `/metaclaw [status | good | bad [note]]` answers with. */
-export async function metaclawCommand(client: MetaClawClient, args: string, session: string | undefined): Promise<string> {
+export async function metaclawCommand(client: MetaClawClient, args: string, session: string | undefined, agent?: string): Promise<string> {
   const [verb = "status", ...rest] = args.trim().split(/\s+/).filter(Boolean);
   const timeout = client.config.captureTimeoutMs;
   try {
     if (verb === "status") {
-      const s = await client.request("GET", "/v1/status", undefined, timeout);
+      const s = await client.request("GET", "/v1/status", undefined, timeout, agent);
       const e = (s.engine ?? {}) as Json;
       return [
         `MetaClaw at ${client.config.serviceUrl}${client.config.enabled ? "" : " (plugin disabled)"}`,
@@ -422,6 +440,7 @@ export async function metaclawCommand(client: MetaClawClient, args: string, sess
         "/v1/feedback",
         { session_id: session, reward: RATINGS[verb], source: "openclaw-user", detail: rest.join(" ") || null },
         timeout,
+        agent,
       );
       return `MetaClaw: recorded ${RATINGS[verb] > 0 ? "+1" : "-1"} for the last turn (${res.trajectory_id}).`;
     }

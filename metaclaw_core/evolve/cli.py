@@ -13,8 +13,8 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from metaclaw_core.cli_support import AgentOpt, JsonOpt
 from metaclaw_core.cli_support import Guard as _Guard
-from metaclaw_core.cli_support import JsonOpt
 from metaclaw_core.cli_support import fail as _fail
 from metaclaw_core.cli_support import generation_json as _generation_json
 from metaclaw_core.cli_support import print_json as _print_json
@@ -61,6 +61,7 @@ def evolve(
         typer.Option("--review", help="auto or manual (default: vetting.review)."),
     ] = None,
     as_json: JsonOpt = False,
+    agent: AgentOpt = None,
 ) -> None:
     """Turn failures into vetted skills now (live, or pending in manual review)."""
     with _Guard():
@@ -72,6 +73,8 @@ def evolve(
             from metaclaw_core.evolve.loop import evolver_of
 
             evolver = evolver_of(engine)
+            if agent is not None:  # that agent's failures; its candidates
+                evolver = engine.fastloop.evolver_for(engine.library_of(agent).agent)
             if mode == "feedback":
                 report = evolver.from_corrections(dry_run=dry_run, trigger="cli", review=review)
             else:
@@ -141,10 +144,10 @@ def judge(
         out.print(f"score: {score}" + (f" ({judgment.why_none})" if judgment.why_none else ""))
 
 
-def skills_pending(as_json: JsonOpt = False) -> None:
+def skills_pending(as_json: JsonOpt = False, agent: AgentOpt = None) -> None:
     """Candidates waiting for a person: held by vetting (with why), or under manual review."""
     with _Guard(), _engine() as engine:
-        held = engine.library.pending_reviews()
+        held = engine.library_of(agent).pending_reviews()
         if as_json:
             _print_json(
                 {
@@ -162,7 +165,7 @@ def skills_pending(as_json: JsonOpt = False) -> None:
         if not held:
             out.print("no candidates are pending review")
             return
-        live = {s.name for s in engine.library.live()}
+        live = {s.name for s in engine.library_of(agent).live()}
         for s, review in held:
             kind = "update" if s.name in live else "new"
             why = "quarantined" if review.findings else "manual review"
@@ -177,6 +180,7 @@ def skills_approve(
     names: Annotated[list[str] | None, typer.Argument(help="Candidates to approve.")] = None,
     all_: Annotated[bool, typer.Option("--all", help="Approve every pending candidate.")] = False,
     as_json: JsonOpt = False,
+    agent: AgentOpt = None,
 ) -> None:
     """Make pending candidates live (vetted again; what the review held is yours to admit,
     what it rejects stays out): one new generation."""
@@ -184,7 +188,7 @@ def skills_approve(
         if not names and not all_:
             _fail("name the candidates to approve, or give --all")
         with _engine(embedder=True) as engine:
-            gen = engine.library.approve(None if all_ else list(names or []))
+            gen = engine.library_of(agent).approve(None if all_ else list(names or []))
         approved = sorted({*gen.added, *gen.updated})
         if as_json:
             _print_json({"generation": _generation_json(gen), "approved": approved})
@@ -195,10 +199,11 @@ def skills_approve(
 def skills_reject(
     names: Annotated[list[str], typer.Argument(help="Candidates to reject.")],
     as_json: JsonOpt = False,
+    agent: AgentOpt = None,
 ) -> None:
     """Reject pending candidates (kept for the record, never live)."""
     with _Guard(), _engine() as engine:
-        rejected = engine.library.reject(names)
+        rejected = engine.library_of(agent).reject(names)
         if as_json:
             _print_json({"rejected": rejected})
         else:
@@ -215,14 +220,15 @@ def skills_stats(
         typer.Option("--retire", help="Retire the skills that do not help (a new generation)."),
     ] = False,
     as_json: JsonOpt = False,
+    agent: AgentOpt = None,
 ) -> None:
     """Per skill: times injected, mean reward with it vs comparable calls without it."""
     from metaclaw_core.evolve.lifecycle import retire_unhelpful, skill_stats
 
     with _Guard(), _engine(embedder=True) as engine:
-        stats = skill_stats(engine)
-        retired = retire_unhelpful(engine, stats) if retire else None
-        generation = engine.library.current_generation()
+        stats = skill_stats(engine, agent)
+        retired = retire_unhelpful(engine, stats, agent) if retire else None
+        generation = engine.library_of(agent).current_generation()
         if as_json:
             data: dict[str, Any] = {
                 "generation": generation,
@@ -257,12 +263,13 @@ def _num(value: Any, digits: int = 2) -> str:
 def skills_evidence(
     name: Annotated[str | None, typer.Argument(help="One skill (default: every skill).")] = None,
     as_json: JsonOpt = False,
+    agent: AgentOpt = None,
 ) -> None:
     """Evidence per skill: replays (fixed, regressed) and the holdout (arms, lift, state)."""
     from metaclaw_core.evolve.evidence import skill_evidence
 
     with _Guard(), _engine() as engine:
-        records = skill_evidence(engine, name)
+        records = skill_evidence(engine, name, agent=agent)
         if as_json:
             _print_json({"skills": records})
             return
@@ -310,6 +317,7 @@ def report(
         typer.Option("--png", help="Where to write the PNG ('' for none)."),
     ] = "metaclaw-report.png",
     as_json: JsonOpt = False,
+    agent: AgentOpt = None,
 ) -> None:
     """The learning curve: mean reward and failure rate per generation and per day."""
     from pathlib import Path
@@ -317,7 +325,7 @@ def report(
     from metaclaw_core.evolve.evidence import learning_curve, plot_curve
 
     with _Guard(), _engine() as engine:
-        curve = learning_curve(engine)
+        curve = learning_curve(engine, agent)
     written: str | None = None
     if png:
         try:

@@ -11,20 +11,33 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from metaclaw_core.agents import DEFAULT_AGENT
 from metaclaw_core.evolve.validation import replay_rows
-from metaclaw_core.store.db import HOLDOUTS, REWARDS, TRAJECTORIES
+from metaclaw_core.store.db import HOLDOUTS, REWARDS, TRAJECTORIES, agent_filter
 
 if TYPE_CHECKING:
     from metaclaw_core.engine import MetaClaw
 
 
-def skill_evidence(engine: MetaClaw, name: str | None = None) -> list[dict[str, Any]]:
-    """One record per skill that has replays or a holdout (or ``name``'s alone)."""
+def skill_evidence(
+    engine: MetaClaw, name: str | None = None, *, agent: str | None = None
+) -> list[dict[str, Any]]:
+    """One record per skill that has replays or a holdout (or ``name``'s alone); with
+    ``agent``, only the skills that agent owns (or owned, or has pending)."""
     replays = replay_rows(engine, name, limit=100_000)
     holdout = engine.holdout
-    states = {r["skill"]: r for r in holdout.states(name)} if _has(engine, HOLDOUTS) else {}
-    live = {s.name for s in engine.library.live()}
+    lib = engine.library_of(agent)
+    states = (
+        {r["skill"]: r for r in holdout.states(name, agent=lib.agent)}
+        if _has(engine, HOLDOUTS)
+        else {}
+    )
+    live = {s.name for s in lib.live()}
     names = sorted({r["skill"] for r in replays} | set(states) | ({name} if name else set()))
+    if agent is not None:
+        # The evidence tables name skills, not agents: keep the names this agent owns.
+        owned = {s.name for s in lib.all_versions()} | {s.name for s in lib.pending()}
+        names = [n for n in names if n in owned or n == name]
     out = []
     for n in names:
         mine = [r for r in replays if r["skill"] == n]
@@ -46,7 +59,7 @@ def skill_evidence(engine: MetaClaw, name: str | None = None) -> list[dict[str, 
         }
         if state is not None:
             lift = state["numbers"] or (
-                holdout.lift(n, state["started_at"]).to_json()
+                holdout.lift(state["key"], state["started_at"]).to_json()
                 if state["state"] == "holdout"
                 else None
             )
@@ -90,8 +103,9 @@ def _has(engine: MetaClaw, table: str) -> bool:
         return False
 
 
-def learning_curve(engine: MetaClaw) -> dict[str, list[dict[str, Any]]]:
-    """Mean reward and failure rate per generation and per day (UTC).
+def learning_curve(engine: MetaClaw, agent: str | None = None) -> dict[str, list[dict[str, Any]]]:
+    """Mean reward and failure rate per generation and per day (UTC); only ``agent``'s
+    calls when given (its generations).
 
     A call counts when it has a reward or a host-reported error (scored -1, as the fast loop
     does); it is a failure when that value is <= 0. ``calls`` counts every captured call.
@@ -100,13 +114,15 @@ def learning_curve(engine: MetaClaw) -> dict[str, list[dict[str, Any]]]:
     if not _has(engine, TRAJECTORIES):
         return {"generations": [], "days": []}
     store.refresh(TRAJECTORIES)
+    table = store.table(TRAJECTORIES)
+    query = table.search()
+    if agent is not None:
+        if "agent" in table.schema.names:
+            query = query.where(agent_filter(agent))
+        elif agent != DEFAULT_AGENT:
+            query = query.where("FALSE")  # a table from before agents: the default's only
     data = (
-        store.table(TRAJECTORIES)
-        .search()
-        .select(["id", "created_at", "generation", "error"])
-        .limit(None)
-        .to_arrow()
-        .to_pylist()
+        query.select(["id", "created_at", "generation", "error"]).limit(None).to_arrow().to_pylist()
     )
     rewards: dict[str, list[float]] = {}
     if _has(engine, REWARDS):

@@ -235,11 +235,15 @@ class SkillEvolver:
         client: LLMClient | None = None,
         *,
         lock: threading.Lock | None = None,
+        agent: str | None = None,
     ) -> None:
         self.engine = engine
+        # The agent it learns for: its failures only, candidates owned by it (its library).
+        self.agent: str = engine.library_of(agent).agent
+        self.library = engine.library_of(self.agent)
         self.settings = engine.settings
         self.client = client or LLMClient("evolver", self.settings.evolver)
-        self.support = SupportSet(engine.store, engine.trajectories)
+        self.support = SupportSet(engine.store, engine.trajectories, agent=self.agent)
         self.log = EvolutionLog(engine.store)
         self._last_failures: list[Failure] = []
         self.covered: list[tuple[str, str]] = []  # (failure id, the live skill covering it)
@@ -247,6 +251,11 @@ class SkillEvolver:
         # propose against the same library and consume the same failures. The lock is the
         # engine's fast loop's (use ``evolve.loop.evolver_of(engine)`` for the one evolver).
         self._lock = lock or _evolution_lock(engine)
+
+    @property
+    def _other_agent(self) -> str | None:
+        """This evolver's agent when it is not the engine's own (for the vetting context)."""
+        return None if self.agent == self.engine.agent else self.agent
 
     # -- selection -----------------------------------------------------------------------
     def select_failures(self, *, prefer: list[str] | None = None) -> list[Failure]:
@@ -284,7 +293,7 @@ class SkillEvolver:
         already live stay: it did not prevent them."""
         self.covered = []
         floor = self.settings.evolver.covered_similarity
-        snap = self.engine.snapshot
+        snap = self.engine.snapshot_for(self.agent)
         if floor > 1 or not len(snap):
             return failures
         out: list[Failure] = []
@@ -310,7 +319,8 @@ class SkillEvolver:
     def closest_skills(self, failures: list[Failure]) -> list[Skill]:
         """The live skills nearest to the failures' tasks (at most ``context_skills``)."""
         k = self.settings.evolver.context_skills
-        snap = self.engine.refresh_snapshot()
+        self.engine.refresh_snapshot()
+        snap = self.engine.snapshot_for(self.agent)
         if k <= 0 or not len(snap):
             return []
         best: dict[str, float] = {}
@@ -511,16 +521,23 @@ class SkillEvolver:
             if not corrections:
                 report.message = "no new corrections to learn from"
                 return report
-            taken: set[str] = {s.name for s in self.engine.library.live()}
+            taken: set[str] = {s.name for s in self.library.live()}
+            mine = []
             for r in corrections:
                 t = self.support.trajectory(r.trajectory_id)
+                if t is not None and t.agent != self.agent:
+                    continue  # another agent's correction: its own evolver learns from it
+                mine.append(r)
                 cand = self.correction_candidate(r, t, taken)
                 taken.add(cand.skill.name)
                 report.candidates.append(cand)
-            report.failures = sorted({r.trajectory_id for r in corrections})
+            if not mine:
+                report.message = "no new corrections to learn from"
+                return report
+            report.failures = sorted({r.trajectory_id for r in mine})
             self._consolidate(report)
             self._admit(report)
-            self._record(report, correction_keys=[correction_key(r) for r in corrections])
+            self._record(report, correction_keys=[correction_key(r) for r in mine])
             return report
 
     def correction_candidate(
@@ -561,7 +578,7 @@ class SkillEvolver:
         return Candidate(skill, verdict="accepted")
 
     def _check_writable(self, dry_run: bool) -> None:
-        reason = self.engine.library.read_only_reason
+        reason = self.library.read_only_reason
         if reason and not dry_run:  # fail before paying for an LLM call
             raise StoreError(f"metaclaw: {reason} (or use --dry-run)")
 
@@ -580,7 +597,7 @@ class SkillEvolver:
         todo = [c for c in report.candidates if c.verdict == "accepted" and not c.updates]
         if floor > 1 or not todo:
             return
-        learned = [s for s in self.engine.library.live() if s.source in ("evolver", "feedback")]
+        learned = [s for s in self.library.live() if s.source in ("evolver", "feedback")]
         if not learned:
             return
         vecs = np.asarray(
@@ -627,11 +644,11 @@ class SkillEvolver:
     # -- admission -----------------------------------------------------------------------
     def _admit(self, report: EvolutionReport) -> None:
         """De-duplicate, vet, and make the surviving candidates live or pending."""
-        lib = self.engine.library
+        lib = self.library
         v = self.settings.vetting
         live = {s.name: s for s in lib.live()}
         pending = {s.name for s in lib.pending()}
-        ctx = self.engine.vet_context()
+        ctx = self.engine.vet_context(self._other_agent)
         todo = [c for c in report.candidates if c.verdict == "accepted"]
         claimed: dict[str, Candidate] = {}  # live name → the candidate that updates it
 
@@ -784,7 +801,8 @@ class SkillEvolver:
         is held when ``validation.required``; without an endpoint it passes, not validated."""
         v = self.settings.validation
         try:
-            results = ReplayValidator(self.engine).validate(report.id, [c.skill for c in ok])
+            validator = ReplayValidator(self.engine, agent=self.agent)
+            results = validator.validate(report.id, [c.skill for c in ok])
         except Exception as exc:  # never live on an error when validation is required
             self.engine.faults.record("replay validation", exc)
             results = {

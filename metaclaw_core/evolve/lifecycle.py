@@ -15,9 +15,10 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
+from metaclaw_core.agents import DEFAULT_AGENT
 from metaclaw_core.models import Generation
 from metaclaw_core.scoring import trajectory_score
-from metaclaw_core.store.db import REWARDS, TRAJECTORIES
+from metaclaw_core.store.db import REWARDS, TRAJECTORIES, agent_filter
 
 if TYPE_CHECKING:
     from metaclaw_core.engine import MetaClaw
@@ -53,20 +54,28 @@ def _mean(values: np.ndarray[Any, Any]) -> float | None:
     return float(values.mean()) if values.size else None
 
 
-def skill_stats(engine: MetaClaw) -> list[SkillStats]:
-    """Statistics for every live skill of the current generation (reads the store)."""
+def skill_stats(engine: MetaClaw, agent: str | None = None) -> list[SkillStats]:
+    """Statistics for every skill ``agent`` is served now (default: the engine's agent), over
+    that agent's trajectories (reads the store)."""
     s = engine.settings.lifecycle
     snap = engine.refresh_snapshot()
+    if agent is not None and agent != engine.agent:
+        snap = engine.snapshot_for(agent)
+    who = agent or engine.agent
     if not len(snap):
         return []
     store = engine.store
     rows: list[dict[str, Any]] = []
     if store.has_table(TRAJECTORIES):
         store.refresh(TRAJECTORIES)
+        table = store.table(TRAJECTORIES)
+        query = table.search()
+        if "agent" in table.schema.names:
+            query = query.where(agent_filter(who))
+        elif who != DEFAULT_AGENT:
+            query = query.where("FALSE")  # a table from before agents: the default's only
         data = (
-            store.table(TRAJECTORIES)
-            .search()
-            .select(["id", "created_at", "injected_skills", "error", "query", "vector"])
+            query.select(["id", "created_at", "injected_skills", "error", "query", "vector"])
             .limit(None)
             .to_arrow()
         )
@@ -137,13 +146,16 @@ def skill_stats(engine: MetaClaw) -> list[SkillStats]:
     return out
 
 
-def retire_unhelpful(engine: MetaClaw, stats: list[SkillStats] | None = None) -> Generation | None:
-    """Retire every live skill judged ``does-not-help``: one new generation (or None)."""
-    stats = skill_stats(engine) if stats is None else stats
-    losers = [st for st in stats if st.verdict == "does-not-help"]
+def retire_unhelpful(
+    engine: MetaClaw, stats: list[SkillStats] | None = None, agent: str | None = None
+) -> Generation | None:
+    """Retire every live skill of ``agent``'s own judged ``does-not-help``: one new
+    generation (or None). A shared skill it receives is its owner's to retire."""
+    stats = skill_stats(engine, agent) if stats is None else stats
+    lib = engine.library_of(agent)
+    own = {sk.name for sk in lib.live()}
+    losers = [st for st in stats if st.verdict == "does-not-help" and st.name in own]
     if not losers:
         return None
     detail = ", ".join(f"{st.name} (gain {st.gain:+.2f})" for st in losers)
-    return engine.library.retire(
-        [st.name for st in losers], reason=f"lifecycle: no gain from {detail}"
-    )
+    return lib.retire([st.name for st in losers], reason=f"lifecycle: no gain from {detail}")

@@ -54,6 +54,9 @@ class FastLoop:
         self.last_report: EvolutionReport | None = None
         self.last_error: str | None = None
         self._evolver: SkillEvolver | None = None
+        self._evolvers: dict[str, SkillEvolver] = {}  # other agents' (each learns for its own)
+        self._agents: OrderedDict[str, str] = OrderedDict()  # recent trajectory id → agent
+        self._failures_of: Counter[str] = Counter()  # per agent, since its last evolution
         # One evolution at a time per engine, whichever evolver object runs it: two would
         # propose against the same library and consume the same failures.
         self.evolution_lock = threading.Lock()
@@ -72,6 +75,7 @@ class FastLoop:
         self._seen_failures: OrderedDict[str, None] = OrderedDict()
         self._last_evolution = float("-inf")
         self._wanted: str | None = None  # a trigger that fired but waits for min_interval_s
+        self._wanted_agent: str | None = None  # ... and the agent whose failures fired it
         self._threads: dict[str, threading.Thread] = {}
         self._tailing = False
         self._observed: OrderedDict[str, None] = OrderedDict()
@@ -87,6 +91,29 @@ class FastLoop:
 
                 self._evolver = SkillEvolver(self.engine, lock=self.evolution_lock)
             return self._evolver
+
+    def evolver_for(self, agent: str | None) -> SkillEvolver:
+        """The evolver that learns for ``agent`` (its failures; candidates it owns)."""
+        if agent is None or agent == self.engine.agent:
+            return self.evolver
+        with self._start_lock:
+            found = self._evolvers.get(agent)
+            if found is None:
+                from metaclaw_core.evolve.evolver import SkillEvolver
+
+                found = SkillEvolver(self.engine, lock=self.evolution_lock, agent=agent)
+                self._evolvers[agent] = found
+            return found
+
+    def _agent_of(self, trajectory_id: str) -> str:
+        agent = self._agents.get(trajectory_id)
+        if agent is None:
+            try:
+                agent = self.engine.trajectories.agents_of([trajectory_id]).get(trajectory_id)
+            except Exception as exc:
+                self.engine.faults.record("fast loop: agent of a trajectory", exc)
+            agent = agent or self.engine.agent
+        return agent
 
     # -- the engine's hooks ------------------------------------------------------------------
     @hookimpl
@@ -261,7 +288,7 @@ class FastLoop:
                 if self._wanted:
                     self._learning_busy = True
                     try:
-                        self._guarded(self._maybe_evolve, self._wanted)
+                        self._guarded(self._evolve_wanted)
                     finally:
                         self._learning_busy = False
                 continue
@@ -283,6 +310,7 @@ class FastLoop:
     def _handle(self, kind: str, payload: Any) -> None:
         if kind == "stored":
             for t in payload:
+                _remember_agent(self._agents, t.id, t.agent)
                 if t.error:
                     self._failure(t.id)
         elif kind == "reward":
@@ -302,9 +330,11 @@ class FastLoop:
             self._seen_failures.popitem(last=False)
         self.stats["failures"] += 1
         self._failures_since += 1
+        agent = self._agent_of(trajectory_id)
+        self._failures_of[agent] += 1
         n = self.settings.evolver.failure_threshold
-        if self._failures_since >= n:
-            self._maybe_evolve(f"{self._failures_since} failures")
+        if self._failures_of[agent] >= n:  # each agent learns from its own failures
+            self._maybe_evolve(f"{self._failures_of[agent]} failures", agent=agent)
 
     def _may_change_skills(self) -> bool:
         return self.settings.role != "serving"  # serving hosts never write the library
@@ -313,13 +343,14 @@ class FastLoop:
         if not (self.settings.evolver.feedback_auto and self._may_change_skills()):
             return
         try:
-            report = self.evolver.from_corrections(
+            evolver = self.evolver_for(self._agent_of(reward.trajectory_id))
+            report = evolver.from_corrections(
                 trajectory_ids=[reward.trajectory_id], trigger="correction"
             )
         except Exception as exc:
             self._evolution_failed(exc)
             return
-        self._evolved(report)
+        self._evolved(report, evolver.agent)
 
     def _session_ended(self, trajectory_ids: list[str]) -> None:
         s = self.settings.evolver
@@ -328,12 +359,27 @@ class FastLoop:
         if not self._may_change_skills():
             return
         consumed, _ = self.evolver.log.consumed()
-        failed = self.evolver.support.failures(ids=trajectory_ids, exclude=consumed)
-        if failed:
-            self._maybe_evolve("session end", prefer=[f.id for f in failed], force=True)
+        by_agent: dict[str, list[str]] = {}
+        for tid in trajectory_ids:
+            by_agent.setdefault(self._agent_of(tid), []).append(tid)
+        for agent, ids in sorted(by_agent.items()):
+            failed = self.evolver_for(agent).support.failures(ids=ids, exclude=consumed)
+            if failed:
+                self._maybe_evolve(
+                    "session end", prefer=[f.id for f in failed], force=True, agent=agent
+                )
+
+    def _evolve_wanted(self) -> None:
+        if self._wanted:
+            self._maybe_evolve(self._wanted, agent=self._wanted_agent)
 
     def _maybe_evolve(
-        self, trigger: str, *, prefer: list[str] | None = None, force: bool = False
+        self,
+        trigger: str,
+        *,
+        prefer: list[str] | None = None,
+        force: bool = False,
+        agent: str | None = None,
     ) -> None:
         s = self.settings.evolver
         if not (s.auto and s.base_url and self._may_change_skills()):
@@ -344,19 +390,20 @@ class FastLoop:
             return
         wait = self._last_evolution + s.min_interval_s - time.monotonic()
         if wait > 0 and not force:
-            self._wanted = trigger
+            self._wanted, self._wanted_agent = trigger, agent
             return
         self._wanted = None
-        self._failures_since = 0
+        agent = agent or self.engine.agent
+        self._failures_since = max(0, self._failures_since - self._failures_of.pop(agent, 0))
         self._last_evolution = time.monotonic()
         try:
-            report = self.evolver.evolve(trigger=trigger, prefer=prefer)
+            report = self.evolver_for(agent).evolve(trigger=trigger, prefer=prefer)
         except Exception as exc:
             self._evolution_failed(exc)
             return
-        self._evolved(report)
+        self._evolved(report, agent)
 
-    def _evolved(self, report: EvolutionReport) -> None:
+    def _evolved(self, report: EvolutionReport, agent: str | None = None) -> None:
         self.stats["evolutions"] += 1
         self.stats["skills_live"] += len(report.live)
         self.stats["skills_pending"] += len(report.pending)
@@ -366,7 +413,7 @@ class FastLoop:
             from metaclaw_core.evolve.lifecycle import retire_unhelpful
 
             try:
-                retire_unhelpful(self.engine)
+                retire_unhelpful(self.engine, agent=agent)
             except Exception as exc:
                 self.engine.faults.record("skill retirement", exc)
 
@@ -415,6 +462,12 @@ class FastLoop:
 
 def _reward_key(r: Reward) -> str:
     return f"{r.trajectory_id}|{r.source}|{r.created_at.astimezone(UTC).isoformat()}"
+
+
+def _remember_agent(agents: OrderedDict[str, str], key: str, agent: str) -> None:
+    agents[key] = agent
+    if len(agents) > _SEEN_MAX:
+        agents.popitem(last=False)
 
 
 def _remember(seen: OrderedDict[str, None], key: str) -> None:

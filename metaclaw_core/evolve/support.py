@@ -15,10 +15,11 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from metaclaw_core.agents import DEFAULT_AGENT
 from metaclaw_core.models import Reward, Trajectory
 from metaclaw_core.scoring import is_failure as failed
 from metaclaw_core.scoring import mean_reward
-from metaclaw_core.store.db import REWARDS, TRAJECTORIES, Store, sql_in
+from metaclaw_core.store.db import REWARDS, TRAJECTORIES, Store, agent_filter, sql_in
 from metaclaw_core.store.trajectories import TrajectoryStore
 
 CORRECTION = "correction"
@@ -59,9 +60,12 @@ def correction_key(reward: Reward) -> str:
 class SupportSet:
     """Queries for failures and corrections (reads only; off the hot path)."""
 
-    def __init__(self, store: Store, trajectories: TrajectoryStore) -> None:
+    def __init__(
+        self, store: Store, trajectories: TrajectoryStore, *, agent: str | None = None
+    ) -> None:
         self.store = store
         self.trajectories = trajectories
+        self.agent = agent  # only this agent's failures (None: every agent's)
 
     def _table(self, name: str) -> Any:
         if not self.store.has_table(name):
@@ -81,6 +85,11 @@ class SupportSet:
         table = self._table(TRAJECTORIES)
         if table is None:
             return []
+        if self.agent is not None:
+            if "agent" in table.schema.names:
+                where = f"({where}) AND {agent_filter(self.agent)}"
+            elif self.agent != DEFAULT_AGENT:
+                return []  # a table from before agents holds only the default agent's
         data = table.search().where(where).select(_REF_COLUMNS).limit(None).to_arrow()
         return list(data.to_pylist())
 

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
+from metaclaw_core.agents import DEFAULT_AGENT
 from metaclaw_core.config import LLMEndpointSettings, ValidationSettings
 from metaclaw_core.evolve.report import Kind, Replay, Validation
 from metaclaw_core.llm import ChatReply, LLMClient, LLMError, LLMUnavailableError
@@ -44,7 +45,7 @@ from metaclaw_core.reward.judge import majority_vote, parse_vote
 from metaclaw_core.reward.transcript import clip, safe
 from metaclaw_core.skills.index import SkillSnapshot
 from metaclaw_core.skills.verdict import Finding
-from metaclaw_core.store.db import REPLAYS, REWARDS, TRAJECTORIES, sql_in, sql_str
+from metaclaw_core.store.db import REPLAYS, REWARDS, TRAJECTORIES, agent_filter, sql_in, sql_str
 from metaclaw_core.wire.openai_format import apply_injection, wire_messages
 
 if TYPE_CHECKING:
@@ -157,8 +158,10 @@ def mean_reward(t: Trajectory) -> float | None:
 class ReplayValidator:
     """Runs and records the replays of one evolution's candidates (off the hot path)."""
 
-    def __init__(self, engine: MetaClaw) -> None:
+    def __init__(self, engine: MetaClaw, agent: str | None = None) -> None:
         self.engine = engine
+        # the agent whose candidates are replayed: its snapshot, its recent successes
+        self.agent: str = engine.library_of(agent).agent
         self.settings = engine.settings
         self.endpoint = endpoint_of(self.settings)
         # The trained policy, when one serves and no endpoint was named: the agent's own model.
@@ -196,13 +199,13 @@ class ReplayValidator:
         if not store.has_table(REWARDS):
             return []
         store.refresh(REWARDS)
-        data = (
-            store.table(REWARDS)
-            .search()
-            .select(["trajectory_id", "value", "created_at"])
-            .limit(None)
-            .to_arrow()
-        )
+        table = store.table(REWARDS)
+        query = table.search()
+        if "agent" in table.schema.names:  # this agent's successes (a reward names its agent)
+            query = query.where(agent_filter(self.agent))
+        elif self.agent != DEFAULT_AGENT:
+            return []
+        data = query.select(["trajectory_id", "value", "created_at"]).limit(None).to_arrow()
         if data.num_rows == 0:
             return []
         data = data.sort_by([("created_at", "descending")])
@@ -214,7 +217,7 @@ class ReplayValidator:
         return [tid for tid, vs in sums.items() if sum(vs) / len(vs) > 0]
 
     def _snapshot_with(self, skill: Skill, vector: Any) -> SkillSnapshot:
-        snap = self.engine.snapshot
+        snap = self.engine.snapshot_for(self.agent)
         keep = [i for i, n in enumerate(snap.names) if n != skill.name]
         skills = [snap.skill(i) for i in keep] + [skill]
         vectors = [snap.matrix[i] for i in keep] + [vector]

@@ -10,18 +10,20 @@ Anthropic-compatible one (:mod:`.anthropic_proxy`), ``/healthz`` (alive) and ``/
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Iterable, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
 
 import httpx
 from fastapi import FastAPI
 from fastapi.responses import JSONResponse, PlainTextResponse
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from metaclaw_core import __version__
 from metaclaw_core.config import Settings
 from metaclaw_core.engine import MetaClaw
 from metaclaw_core.service import anthropic_proxy, api, dashboard, proxy
+from metaclaw_core.service.agent_scope import POLICY_AGENT_HEADER, AgentScope, agent_tokens
 from metaclaw_core.service.auth import BearerAuth, check_bind
 from metaclaw_core.service.errors import install_error_handlers
 from metaclaw_core.service.limits import BodySizeLimit
@@ -107,31 +109,55 @@ def readiness(engine: MetaClaw) -> JSONResponse:
     return JSONResponse(body, status_code=503 if waiting else 200)
 
 
+class PolicyByAgent:
+    """The in-process policy upstream: the caller's agent's policy app (the proxy names the
+    agent in ``x-metaclaw-agent``, a header that never leaves this process)."""
+
+    def __init__(self, apps: Mapping[str, ASGIApp], fallback: ASGIApp) -> None:
+        self.apps = dict(apps)
+        self.fallback = fallback
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        agent = None
+        for name, value in scope.get("headers", ()):
+            if name == POLICY_AGENT_HEADER:
+                agent = value.decode("latin-1")
+        await self.apps.get(agent or "", self.fallback)(scope, receive, send)
+
+
 def create_app(
     engine: MetaClaw | None = None,
     settings: Settings | None = None,
     *,
     own_engine: bool | None = None,
     policy: PolicyServer | None = None,
+    policies: Mapping[str, PolicyServer] | None = None,
 ) -> FastAPI:
     """Build the service around ``engine`` (default: a new one from ``settings``).
 
     The app closes the engine on shutdown when it created it, or when ``own_engine``.
     ``settings`` defaults to the engine's. With ``policy`` (the slow loop's trained policy),
-    ``/v1/chat/completions`` is answered by it instead of ``proxy.upstream_base_url``.
+    ``/v1/chat/completions`` is answered by it instead of ``proxy.upstream_base_url``; with
+    ``policies`` (agent → policy: the slow loop's lanes), each caller by its agent's policy
+    (an agent without one: the engine's agent's, or the first).
     """
     if engine is None:
         engine = MetaClaw(settings or Settings())
         own_engine = True if own_engine is None else own_engine
     settings = settings or engine.settings
     token = settings.service.token.get_secret_value() if settings.service.token else None
-    check_bind(settings.service.host, token)
+    scoped = agent_tokens(settings)
+    check_bind(settings.service.host, token or (next(iter(scoped)) if scoped else None))
     state = ServiceState(engine=engine, settings=settings)
-    if policy is not None:
+    if policies is None and policy is not None:
+        policies = {engine.agent: policy}
+    if policies:
         from metaclaw_core.train.serving import POLICY_BASE_URL, policy_app
 
-        app_ = policy_app(policy, max_tokens_cap=settings.train.serve_max_tokens)
-        state.upstream_transport = httpx.ASGITransport(app=app_)
+        cap = settings.train.serve_max_tokens
+        apps = {a: policy_app(p, max_tokens_cap=cap) for a, p in policies.items()}
+        fallback = apps.get(engine.agent) or next(iter(apps.values()))
+        state.upstream_transport = httpx.ASGITransport(app=PolicyByAgent(apps, fallback))
         state.upstream_base_url = POLICY_BASE_URL
     _gauges(state)
 
@@ -179,7 +205,8 @@ def create_app(
 
     # add_middleware wraps: the last added is the outermost.
     app.add_middleware(BodySizeLimit, max_bytes=settings.service.max_request_bytes)
-    if token:
-        app.add_middleware(BearerAuth, token=token)
+    app.add_middleware(AgentScope, default_agent=engine.agent)  # inside the auth: reads it
+    if token or scoped:
+        app.add_middleware(BearerAuth, token=token, agent_tokens=scoped)
     app.add_middleware(RequestMetrics, metrics=state.metrics)
     return app

@@ -4,6 +4,9 @@ A loopback bind may run without a token; any other bind refuses to start without
 token, every route but ``/healthz``, ``/readyz`` (probes: they say nothing but loaded or not)
 and the dashboard's static files requires
 ``Authorization: Bearer <token>``. The token is compared in constant time and never logged.
+Tokens of ``service.agent_tokens`` are accepted too, each for its agents only: which agents
+the request's token covers is left in the request's state for
+:class:`~metaclaw_core.service.agent_scope.AgentScope`, which refuses the others (403).
 """
 
 from __future__ import annotations
@@ -43,23 +46,44 @@ def check_bind(host: str, token: str | None) -> None:
 
 
 class BearerAuth:
-    """ASGI middleware: 401 unless the request carries the service token."""
+    """ASGI middleware: 401 unless the request carries the service token or an agent token."""
 
-    def __init__(self, app: ASGIApp, token: str) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        token: str | None,
+        agent_tokens: dict[str, frozenset[str]] | None = None,
+    ) -> None:
         self.app = app
-        self._token = token.encode()
+        # token → the agents it covers (None: every agent)
+        self._tokens: list[tuple[bytes, frozenset[str] | None]] = []
+        if token:
+            self._tokens.append((token.encode(), None))
+        for t, agents in (agent_tokens or {}).items():
+            self._tokens.append((t.encode(), agents))
 
-    def _authorised(self, scope: Scope) -> bool:
+    def _authorised(self, scope: Scope) -> tuple[bool, frozenset[str] | None]:
         for name, value in scope.get("headers", ()):
             if name == b"authorization":
                 scheme, _, credentials = value.strip().partition(b" ")
-                return scheme.lower() == b"bearer" and hmac.compare_digest(
-                    credentials.strip(), self._token
-                )
-        return False
+                if scheme.lower() != b"bearer":
+                    return False, None
+                given = credentials.strip()
+                found: tuple[bool, frozenset[str] | None] = (False, None)
+                for token, agents in self._tokens:  # every one compared: constant time
+                    if hmac.compare_digest(given, token) and not found[0]:
+                        found = (True, agents)
+                return found
+        return False, None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["path"] in OPEN_PATHS or self._authorised(scope):
+        if scope["type"] != "http" or scope["path"] in OPEN_PATHS:
+            await self.app(scope, receive, send)
+            return
+        ok, agents = self._authorised(scope)
+        if ok:
+            if agents is not None:
+                scope.setdefault("state", {})["metaclaw_agents"] = agents
             await self.app(scope, receive, send)
             return
         body = error_bytes(

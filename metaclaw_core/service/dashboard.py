@@ -23,20 +23,26 @@ from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, ConfigDict, Field
 
 from metaclaw_core import __version__
+from metaclaw_core.agents import DEFAULT_AGENT
 from metaclaw_core.engine import MetaClaw
 from metaclaw_core.evolve.lifecycle import skill_stats
 from metaclaw_core.evolve.record import EvolutionLog
 from metaclaw_core.models import SKILL_NAME_RE, Skill
 from metaclaw_core.scoring import mean_reward, trajectory_score
+from metaclaw_core.service.agent_scope import STATE_ALLOWED, request_agent
 from metaclaw_core.service.errors import error_response
 from metaclaw_core.service.schemas import GenerationResponse
 from metaclaw_core.service.state import ServiceState, service_state
-from metaclaw_core.store.db import REWARDS, TRAJECTORIES, Store, sql_in
+from metaclaw_core.store.db import REWARDS, TRAJECTORIES, Store, agent_filter, sql_in
 from metaclaw_core.train.buffer import TRAIN_SAMPLES, QueryBuffer
 from metaclaw_core.train.checkpoints import CHECKPOINTS, CheckpointLog
 
 router = APIRouter()
 State = Annotated[ServiceState, Depends(service_state)]
+
+# The agent the page shows (its picker sends X-MetaClaw-Agent; a token that does not cover
+# that agent was refused before the route, service/agent_scope.py).
+Agent = Annotated[str, Depends(request_agent)]
 SkillName = Annotated[str, Path(pattern=SKILL_NAME_RE.pattern, description="A skill slug.")]
 T = TypeVar("T")
 
@@ -154,19 +160,24 @@ def _cache_of(engine: MetaClaw) -> _Cache:
 
 
 # -- store reads -----------------------------------------------------------------------------
-def _count(store: Store, table: str) -> int:
+def _count(store: Store, table: str, agent: str | None = None) -> int:
     if not store.has_table(table):
         return 0
     store.refresh(table)
-    return int(store.table(table).count_rows())
+    tbl = store.table(table)
+    if agent is None:
+        return int(tbl.count_rows())
+    if "agent" not in tbl.schema.names:  # a table from before agents: the default's only
+        return int(tbl.count_rows()) if agent == DEFAULT_AGENT else 0
+    return int(tbl.count_rows(agent_filter(agent)))
 
 
-def _fingerprint(engine: MetaClaw) -> tuple[int, int, int]:
-    """What the statistics depend on: the generation, trajectories and rewards stored."""
+def _fingerprint(engine: MetaClaw, agent: str) -> tuple[int, int, int]:
+    """What an agent's statistics depend on: its generation, trajectories and rewards."""
     return (
-        engine.library.current_generation(),
-        _count(engine.store, TRAJECTORIES),
-        _count(engine.store, REWARDS),
+        engine.library_of(agent).current_generation(),
+        engine.trajectories.count(agent),
+        _count(engine.store, REWARDS, agent),
     )
 
 
@@ -298,9 +309,9 @@ def _skill_json(skill: Skill) -> dict[str, Any]:
     )
 
 
-def _with_provenance(engine: MetaClaw, skills: list[Skill]) -> list[dict[str, Any]]:
+def _with_provenance(engine: MetaClaw, skills: list[Skill], agent: str) -> list[dict[str, Any]]:
     evolutions = _evolutions(engine.store)
-    reasons = {g.number: g.reason for g in engine.library.history()}
+    reasons = {g.number: g.reason for g in engine.library_of(agent).history()}
     ids = list(dict.fromkeys(i for s in skills for i in s.provenance[:PROVENANCE_SHOWN]))
     briefs = _trajectory_briefs(engine, ids)
     return [
@@ -309,7 +320,7 @@ def _with_provenance(engine: MetaClaw, skills: list[Skill]) -> list[dict[str, An
     ]
 
 
-def _generation_rewards(store: Store) -> list[dict[str, Any]]:
+def _generation_rewards(store: Store, agent: str) -> list[dict[str, Any]]:
     """Mean reward of the trajectories of each generation (the fast loop's reward curve).
 
     A trajectory scores by :func:`metaclaw_core.scoring.trajectory_score` (as in the skill
@@ -319,14 +330,13 @@ def _generation_rewards(store: Store) -> list[dict[str, Any]]:
     if not store.has_table(TRAJECTORIES):
         return []
     store.refresh(TRAJECTORIES)
-    rows = (
-        store.table(TRAJECTORIES)
-        .search()
-        .select(["id", "generation", "error"])
-        .limit(None)
-        .to_arrow()
-        .to_pylist()
-    )
+    table = store.table(TRAJECTORIES)
+    query = table.search()
+    if "agent" in table.schema.names:
+        query = query.where(agent_filter(agent))
+    elif agent != DEFAULT_AGENT:
+        return []
+    rows = query.select(["id", "generation", "error"]).limit(None).to_arrow().to_pylist()
     values: dict[str, list[float]] = {}
     if store.has_table(REWARDS):
         store.refresh(REWARDS)
@@ -362,19 +372,40 @@ class TrainerView(Protocol):
 
 
 # -- routes ----------------------------------------------------------------------------------
+@router.get("/v1/dashboard/agents", tags=["dashboard"])
+def agents(request: Request, state: State, agent: Agent) -> dict[str, Any]:
+    """The agents the page may pick (those the request's token covers), each with its
+    generation and skill counts; ``agent`` is the one this request is for."""
+    engine = state.engine
+    known = engine.status()["agents"]
+    allowed = getattr(request.state, STATE_ALLOWED, None)
+    names = sorted(set(known) | {agent, engine.agent})
+    if allowed is not None:
+        names = [n for n in names if n in allowed]
+    empty = {"live_skills": 0, "received": 0, "generation": 0}
+    return {
+        "agent": agent,
+        "default": engine.agent,
+        "agents": [{"agent": n, **known.get(n, empty)} for n in names],
+    }
+
+
 @router.get("/v1/dashboard/summary", tags=["dashboard"])
-def summary(request: Request, state: State) -> dict[str, Any]:
-    """Generation, counts and health, cheap enough to poll every few seconds."""
+def summary(request: Request, state: State, agent: Agent) -> dict[str, Any]:
+    """The agent's generation and counts, and the service's health, cheap enough to poll
+    every few seconds."""
     engine = state.engine
     st = engine.status()
     cap = st["capture"]
     trainer = getattr(request.app.state, "slow_loop", None)
+    snap = engine.snapshot_for(agent)
     return {
-        "generation": st["generation"],
-        "live_skills": st["live_skills"],
-        "pending": len(engine.library.pending()),
-        "trajectories": st["trajectories"],
-        "rewards": _count(engine.store, REWARDS),
+        "agent": agent,
+        "generation": snap.generation,
+        "live_skills": len(snap),
+        "pending": len(engine.library_of(agent).pending()),
+        "trajectories": engine.trajectories.count(agent),
+        "rewards": _count(engine.store, REWARDS, agent),
         "health": {
             "embedder_ready": st["embedder_ready"],
             "embedding_model": st["embedding_model"],
@@ -400,32 +431,35 @@ def summary(request: Request, state: State) -> dict[str, Any]:
 
 
 @router.get("/v1/dashboard/skills", tags=["dashboard"])
-def skills(state: State) -> dict[str, Any]:
-    """The live skills with their provenance and statistics (injections, mean reward with
-    and without the skill; see ``metaclaw skills stats``)."""
+def skills(state: State, agent: Agent) -> dict[str, Any]:
+    """The agent's skills (its own and the shared ones it receives) with their provenance
+    and statistics (injections, mean reward with and without the skill; see
+    ``metaclaw skills stats``)."""
     engine = state.engine
-    key = _fingerprint(engine)
+    key = _fingerprint(engine, agent)
     stats = _cache_of(engine).get(
-        "skill_stats",
+        f"skill_stats:{agent}",
         key,
-        lambda: {s.name: s.to_json() for s in skill_stats(engine)},
+        lambda: {s.name: s.to_json() for s in skill_stats(engine, agent)},
         reuse_if=lambda old: old[0] == key[0],
         min_interval_s=STATS_MIN_INTERVAL_S,
     )
-    live = engine.library.live(key[0])
-    out = _with_provenance(engine, live)
-    for s in out:
+    visible = engine.library_of(agent).visible()
+    out = _with_provenance(engine, visible, agent)
+    for s, skill in zip(out, visible, strict=True):
         s["stats"] = stats.get(s["name"])
-    return {"generation": key[0], "skills": out}
+        s["scope"] = "own" if skill.agent == agent else f"shared by {skill.agent}"
+    return {"agent": agent, "generation": key[0], "skills": out}
 
 
 @router.get("/v1/dashboard/candidates", tags=["dashboard"])
-def candidates(state: State) -> dict[str, Any]:
-    """Candidates waiting for review, with where they came from."""
+def candidates(state: State, agent: Agent) -> dict[str, Any]:
+    """The agent's candidates waiting for review, with where they came from."""
     engine = state.engine
-    held = engine.library.pending_reviews()
-    live = {s.name for s in engine.library.live()}
-    out = _with_provenance(engine, [skill for skill, _ in held])
+    lib = engine.library_of(agent)
+    held = lib.pending_reviews()
+    live = {s.name for s in lib.live()}
+    out = _with_provenance(engine, [skill for skill, _ in held], agent)
     for s, (_, review) in zip(out, held, strict=True):
         s["updates"] = s["name"] if s["name"] in live else None
         # why the review held it (empty: it waits because vetting.review = manual)
@@ -438,16 +472,17 @@ def candidates(state: State) -> dict[str, Any]:
     response_model=GenerationResponse,
     tags=["dashboard"],
 )
-def approve(name: SkillName, state: State) -> GenerationResponse:
+def approve(name: SkillName, state: State, agent: Agent) -> GenerationResponse:
     """Make a pending candidate live (vetted again): one new generation."""
-    gen = state.engine.library.approve([name], reason=f"approve {name} (dashboard)")
+    gen = state.engine.library_of(agent).approve([name], reason=f"approve {name} (dashboard)")
     return GenerationResponse(generation=gen)
 
 
 @router.post("/v1/dashboard/candidates/{name}/reject", tags=["dashboard"])
-def reject(name: SkillName, state: State) -> dict[str, Any]:
+def reject(name: SkillName, state: State, agent: Agent) -> dict[str, Any]:
     """Mark a pending candidate rejected (kept for the record, never live)."""
-    return {"rejected": state.engine.library.reject([name], reason="rejected in the dashboard")}
+    lib = state.engine.library_of(agent)
+    return {"rejected": lib.reject([name], reason="rejected in the dashboard")}
 
 
 class RollbackRequest(BaseModel):
@@ -467,9 +502,9 @@ def _library_key(skills: list[Skill]) -> set[tuple[str, str]]:
     tags=["dashboard"],
     responses={404: {"description": "no such generation"}, 409: {"description": "no change"}},
 )
-def rollback(req: RollbackRequest, state: State) -> GenerationResponse | JSONResponse:
-    """Make the live library that of an earlier generation, as a new generation."""
-    lib = state.engine.library
+def rollback(req: RollbackRequest, state: State, agent: Agent) -> GenerationResponse | JSONResponse:
+    """Make the agent's live library that of an earlier generation, as a new generation."""
+    lib = state.engine.library_of(agent)
     current = lib.current_generation()
     if req.generation > current:
         return error_response(
@@ -488,7 +523,7 @@ def rollback(req: RollbackRequest, state: State) -> GenerationResponse | JSONRes
 
 
 @router.get("/v1/dashboard/training", tags=["dashboard"])
-def training(request: Request, state: State) -> dict[str, Any]:
+def training(request: Request, state: State, agent: Agent) -> dict[str, Any]:
     """The slow loop: trainer and scheduler window when one runs in this process; buffer
     sizes, checkpoints and reward curves from the store either way."""
     engine = state.engine
@@ -506,11 +541,14 @@ def training(request: Request, state: State) -> dict[str, Any]:
                 {"signal": r.signal, "kind": r.kind, "state": r.state, "reason": r.reason}
                 for r in window.readings
             ]
-    buffer = (out["trainer"] or {}).get("buffer")
-    if buffer is None:
-        buffer = _StoreOnlyBuffer(store, engine.library.current_generation).sizes().__dict__
+    trained = out["trainer"] or {}
+    lanes = trained.get("lanes") or []
+    buffer = trained.get("buffer") if [lane.get("agent") for lane in lanes] == [agent] else None
+    if buffer is None:  # the agent's buffer as the store has it
+        lib = engine.library_of(agent)
+        buffer = _StoreOnlyBuffer(store, lib.current_generation, agent=agent).sizes().__dict__
     out["buffer"] = buffer
-    checkpoints = CheckpointLog(store).history() if store.has_table(CHECKPOINTS) else []
+    checkpoints = CheckpointLog(store).history(agent=agent) if store.has_table(CHECKPOINTS) else []
     last = checkpoints[-1] if checkpoints else None
     out["last_checkpoint"] = (
         None if last is None else {**last.__dict__, "created_at": last.created_at.isoformat()}
@@ -520,11 +558,11 @@ def training(request: Request, state: State) -> dict[str, Any]:
         for c in checkpoints
         if c.reward is not None
     ][-REWARD_CURVE_POINTS:]
-    key = _fingerprint(engine)
+    key = _fingerprint(engine, agent)
     out["generation_rewards"] = _cache_of(engine).get(
-        "generation_rewards",
+        f"generation_rewards:{agent}",
         key,
-        lambda: _generation_rewards(store),
+        lambda: _generation_rewards(store, agent),
         reuse_if=lambda old: old[0] == key[0],
         min_interval_s=STATS_MIN_INTERVAL_S,
     )

@@ -25,6 +25,7 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
 from metaclaw_core.models import CallContext, Injection, Message, ModelOutput
+from metaclaw_core.service.agent_scope import request_agent
 from metaclaw_core.service.state import ServiceState
 from metaclaw_core.wire.common import RequestError
 
@@ -199,6 +200,7 @@ async def forward(fmt: WireFormat, request: Request, state: ServiceState) -> Res
         framework=fmt.framework,
         model=body.get("model") if isinstance(body.get("model"), str) else None,
         metadata={"stream": stream, "path": request.url.path},
+        agent=request_agent(request),
     )
     injection: Injection | None = None
     payload = raw_body  # untouched bytes unless a block is added

@@ -15,6 +15,7 @@ from fastapi import APIRouter, Depends, Request
 from starlette.responses import Response
 
 from metaclaw_core.service import responses_format
+from metaclaw_core.service.agent_scope import POLICY_AGENT_HEADER, request_agent
 from metaclaw_core.service.errors import error_response
 from metaclaw_core.service.forwarding import (
     MAX_SESSION_CHARS,
@@ -113,6 +114,8 @@ def _openai_headers(state: ServiceState, request: Request) -> dict[str, str]:
     for name in ("openai-organization", "openai-project", "openai-beta"):
         if name in request.headers:
             headers[name] = request.headers[name]
+    if state.upstream_transport is not None:  # the slow loop's policies, in this process
+        headers[POLICY_AGENT_HEADER.decode()] = request_agent(request)
     return headers
 
 

@@ -107,8 +107,8 @@ def run_service(settings: Settings, *, announce: bool = True) -> None:
 
         slow_loop = SlowLoop(engine, settings)
         slow_loop.start()
-    policy = slow_loop.policy if slow_loop is not None else None
-    app = create_app(engine, settings, own_engine=True, policy=policy)
+    policies = slow_loop.policies if slow_loop is not None else None
+    app = create_app(engine, settings, own_engine=True, policies=policies)
     app.state.slow_loop = slow_loop  # the dashboard's training panel reads it
     config = uvicorn.Config(
         app,

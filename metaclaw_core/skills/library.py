@@ -10,10 +10,21 @@ A generation number is claimed with a conditional insert (LanceDB ``merge_insert
 table's primary key ``number``): when two writers race — two processes, or two hosts on one
 object store — exactly one wins and the other gets :class:`GenerationConflictError` with
 nothing published. Generation numbers never fork.
+
+Agents (docs/architecture.md, "Agents"): every skill row and generation row names its owner
+agent (null in rows written before agents: the default agent). A library object acts for one
+agent (``for_agent`` makes another agent's view over the same store): its live set is the fold
+of *its* generations, and what it serves is that plus the *shared* skills of other agents that
+reach it (every agent, or the groups named in the settings). Generation numbers are still
+claimed from one store-wide sequence (one compare-and-set); an agent's generation is the newest
+number that changed what it receives, so a change to agent A's library leaves agent B's
+generation, and B's query data, as they were, and a change to a shared skill is a generation of
+every agent that receives it.
 """
 
 from __future__ import annotations
 
+import copy
 import logging
 import os
 import socket
@@ -28,6 +39,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from metaclaw_core.agents import DEFAULT_AGENT, agent_of, receives, validate_agent
 from metaclaw_core.embeddings import Embedder
 from metaclaw_core.errors import EmbedderError, SkillFormatError, SkillNotFoundError, StoreError
 from metaclaw_core.models import Generation, Skill
@@ -39,6 +51,7 @@ from metaclaw_core.store.db import (
     GENERATIONS,
     SKILLS,
     Store,
+    agent_filter,
     generations_schema,
     skills_schema,
     sql_in,
@@ -127,6 +140,81 @@ def _name_of(row_id: str) -> str:
     return row_id.rsplit("@", 1)[0]
 
 
+def _shared_row(row: dict[str, Any]) -> bool:
+    return bool(row.get("shared"))
+
+
+def _reach(touched: list[list[str]]) -> list[str] | None:
+    """The ``shared_with`` of a change touching shared skills of these scopes (None: none)."""
+    if not touched:
+        return None
+    if any(not groups for groups in touched):
+        return []  # one of them reaches every agent
+    return sorted({g for groups in touched for g in groups})
+
+
+@dataclass(frozen=True)
+class LibraryState:
+    """One read of the whole library (every agent): what per-agent snapshots are built from
+    without touching the store again (the engine builds an agent's snapshot from it lazily,
+    on that agent's first call)."""
+
+    number: int  # the store's newest generation number (any agent)
+    gens: tuple[_GenerationRow, ...]
+    live: dict[str, dict[str, str]]  # owner agent → name → row id of the live version
+    rows: dict[str, dict[str, Any]]  # row id → skill row (the live ones)
+    members: dict[str, list[str]]  # group → agents (settings [agents] groups)
+
+    def generation_of(self, agent: str) -> int:
+        """The newest generation that changed what ``agent`` receives (0: none yet)."""
+        return _generation_of(self.gens, agent, self.members)
+
+    def own_rows(self, agent: str) -> list[dict[str, Any]]:
+        live = self.live.get(agent, {})
+        return sorted((self.rows[rid] for rid in live.values()), key=lambda r: r["name"])
+
+    def received_rows(self, agent: str) -> list[dict[str, Any]]:
+        """Shared skills of other agents that reach ``agent`` (its own names shadow them)."""
+        own = set(self.live.get(agent, {}))
+        out: dict[str, dict[str, Any]] = {}
+        for owner in sorted(self.live):
+            if owner == agent:
+                continue
+            for name, rid in self.live[owner].items():
+                row = self.rows[rid]
+                if (
+                    name not in own
+                    and name not in out
+                    and _shared_row(row)
+                    and receives(agent, row.get("groups") or (), self.members)
+                ):
+                    out[name] = row
+        return [out[n] for n in sorted(out)]
+
+    def visible_rows(self, agent: str) -> list[dict[str, Any]]:
+        return sorted(self.own_rows(agent) + self.received_rows(agent), key=lambda r: r["name"])
+
+    def agents(self) -> list[str]:
+        """Agents that own live skills or made a generation."""
+        found = {agent_of(g.generation.agent) for g in self.gens} | set(self.live)
+        return sorted(found)
+
+
+def _generation_of(
+    gens: Iterable[_GenerationRow], agent: str, members: dict[str, list[str]], upto: int = -1
+) -> int:
+    best = 0
+    for g in gens:
+        gen = g.generation
+        if 0 <= upto < gen.number:
+            continue
+        if gen.agent == agent or (
+            gen.shared_with is not None and receives(agent, gen.shared_with, members)
+        ):
+            best = max(best, gen.number)
+    return best
+
+
 class SkillLibrary:
     """CRUD over skills where every change to the live set is a new, persisted generation."""
 
@@ -138,7 +226,11 @@ class SkillLibrary:
         vetter: Vetter | None = None,
         listeners: Iterable[GenerationListener] = (),
         read_only_reason: str | None = None,
+        agent: str = DEFAULT_AGENT,
+        groups: dict[str, list[str]] | None = None,
     ) -> None:
+        self.agent = validate_agent(agent)
+        self.groups = dict(groups or {})
         self.read_only_reason = read_only_reason
         self.store = store
         self.embedder = embedder
@@ -148,12 +240,23 @@ class SkillLibrary:
         self._lock = threading.RLock()
         self.writer_id = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
 
+    def for_agent(self, agent: str | None) -> SkillLibrary:
+        """The same library acting for ``agent`` (same store, lock, vetter and listeners)."""
+        agent = validate_agent(agent) if agent else self.agent
+        if agent == self.agent:
+            return self
+        view = copy.copy(self)
+        view.agent = agent
+        return view
+
     # -- tables --------------------------------------------------------------------------
     def _skills_table(self, create: bool = False) -> Any:
-        if create:
-            dim = self.store.vector_dim(SKILLS) if self.store.has_table(SKILLS) else None
-            return self.store.table(SKILLS, skills_schema(dim or self.embedder.dimension()))
-        return self.store.table(SKILLS) if self.store.has_table(SKILLS) else None
+        if not self.store.has_table(SKILLS):
+            if not create:
+                return None
+            return self.store.table(SKILLS, skills_schema(self.embedder.dimension()))
+        dim = self.store.vector_dim(SKILLS)  # an existing table: migrated to the schema once
+        return self.store.table(SKILLS, skills_schema(dim or self.embedder.dimension()))
 
     def _generations_table(self) -> Any:
         tbl = self.store.table(GENERATIONS, generations_schema())
@@ -178,6 +281,8 @@ class SkillLibrary:
                     added=r["added"] or [],
                     retired=r["retired"] or [],
                     updated=r["updated"] or [],
+                    agent=agent_of(r.get("agent")),
+                    shared_with=r.get("shared_with"),
                 ),
                 tuple(r.get("versions") or ()),
             )
@@ -185,29 +290,73 @@ class SkillLibrary:
         ]
         return sorted(out, key=lambda g: g.generation.number)
 
-    def current_generation(self) -> int:
-        """The newest published generation (0 for an empty, new library)."""
+    def store_generation(self) -> int:
+        """The store's newest generation number, whichever agent made it (0: none yet)."""
         tbl = self._generations_table()
         if tbl.count_rows() == 0:
             return 0
         rows = tbl.search().select(["number"]).limit(None).to_arrow()
         return int(max(rows["number"].to_pylist()))
 
+    def current_generation(self) -> int:
+        """This agent's generation: the newest one that changed what it receives (its own
+        skills or shared ones reaching it; 0 for an empty, new library)."""
+        tbl = self._generations_table()
+        if tbl.count_rows() == 0:
+            return 0
+        rows = (
+            tbl.search()
+            .select(["number", "agent", "shared_with"])
+            .limit(None)
+            .to_arrow()
+            .to_pylist()
+        )
+        best = 0
+        for r in rows:
+            reach = r.get("shared_with")
+            if agent_of(r.get("agent")) == self.agent or (
+                reach is not None and receives(self.agent, reach, self.groups)
+            ):
+                best = max(best, int(r["number"]))
+        return best
+
     def history(self) -> list[Generation]:
-        return [g.generation for g in self._generation_rows()]
+        """The generations of this agent's own library (oldest first)."""
+        return [g.generation for g in self._generation_rows() if g.generation.agent == self.agent]
 
     @staticmethod
-    def _fold(gens: list[_GenerationRow], upto: int) -> dict[str, str]:
-        """name → row id of the live version, after applying generations 1..upto."""
-        live: dict[str, str] = {}
+    def _fold_all(gens: Iterable[_GenerationRow], upto: int = -1) -> dict[str, dict[str, str]]:
+        """owner → name → row id of the live version, after generations 1..upto (-1: all)."""
+        live: dict[str, dict[str, str]] = {}
         for g in gens:
-            if g.generation.number > upto:
+            if 0 <= upto < g.generation.number:
                 break
+            own = live.setdefault(g.generation.agent, {})
             for name in g.generation.retired:
-                live.pop(name, None)
+                own.pop(name, None)
             for row_id in g.versions:
-                live[_name_of(row_id)] = row_id
+                own[_name_of(row_id)] = row_id
         return live
+
+    def _fold(self, gens: list[_GenerationRow], upto: int) -> dict[str, str]:
+        """name → row id of this agent's live version, after generations 1..upto."""
+        return self._fold_all(gens, upto).get(self.agent, {})
+
+    def state(self) -> LibraryState:
+        """Every agent's live skills as of the newest generation (reads the store)."""
+        with self._lock:
+            gens = self._generation_rows()
+            live = self._fold_all(gens)
+            wanted = {rid for own in live.values() for rid in own.values()}
+            rows = {k: v for k, v in self._rows_by_id().items() if k in wanted} if wanted else {}
+        missing = sorted(wanted - set(rows))
+        if missing:
+            raise StoreError(
+                "metaclaw: the live generations reference skill versions missing from the "
+                f"store: {missing[:5]}; the store is damaged (restore it or roll back)"
+            )
+        number = gens[-1].generation.number if gens else 0
+        return LibraryState(number, tuple(gens), live, rows, self.groups)
 
     def _rows_by_id(self) -> dict[str, dict[str, Any]]:
         tbl = self._skills_table()
@@ -218,6 +367,9 @@ class SkillLibrary:
     @staticmethod
     def _to_skill(row: dict[str, Any], retired: int | None = None) -> Skill:
         return Skill.model_construct(
+            agent=agent_of(row.get("agent")),
+            shared=bool(row.get("shared")),
+            groups=list(row.get("groups") or []),
             name=row["name"],
             description=row["description"],
             body=row["body"],
@@ -245,8 +397,20 @@ class SkillLibrary:
         return g, sorted((rows[rid] for rid in live.values()), key=lambda r: r["name"])
 
     def live(self, generation: int | None = None) -> list[Skill]:
-        """The live skills of ``generation`` (default: the current one), sorted by name."""
+        """This agent's own live skills at ``generation`` (default: now), sorted by name."""
         return [self._to_skill(r) for r in self._live_rows(generation)[1]]
+
+    def received(self) -> list[Skill]:
+        """Shared skills of other agents that this agent receives now (sorted by name)."""
+        with self._lock:
+            state = self.state()
+        return [self._to_skill(r) for r in state.received_rows(self.agent)]
+
+    def visible(self) -> list[Skill]:
+        """What this agent is served: its own live skills and the shared ones it receives."""
+        with self._lock:
+            state = self.state()
+        return [self._to_skill(r) for r in state.visible_rows(self.agent)]
 
     def get(self, name: str) -> Skill:
         for s in self.live():
@@ -294,9 +458,14 @@ class SkillLibrary:
             )
 
     def snapshot(self) -> SkillSnapshot:
-        """An immutable index of the current generation (reads the store; off the hot path)."""
-        with self._lock:
-            g, rows = self._live_rows()
+        """An immutable index of what this agent is served now (reads the store; off the
+        hot path)."""
+        return self.snapshot_of(self.state(), self.agent)
+
+    def snapshot_of(self, state: LibraryState, agent: str) -> SkillSnapshot:
+        """``agent``'s index (own + shared skills reaching it) from ``state``: no I/O."""
+        g = state.generation_of(agent)
+        rows = state.visible_rows(agent)
         self._check_embedder(rows)
         vectors: list[npt.NDArray[np.float32] | None] = [
             np.asarray(r["vector"], dtype=np.float32) if r["vector"] is not None else None
@@ -400,6 +569,7 @@ class SkillLibrary:
             return {s.name: Review() for s in skills}
         changed = set(replacing)
         others = [s for s in self.live() if s.name not in changed]
+        others += self._received_skills(exclude=changed | {s.name for s in skills})
         for s in skills:
             out[s.name] = Review(self.vetter(Skill.model_validate(s.model_dump()), others))
         return out
@@ -429,6 +599,12 @@ class SkillLibrary:
                     f"metaclaw: generation {generation} has the same library as the current one"
                 )
             versions = [target[n] for n in added + updated]
+            rows = self._rows_by_id()
+            touched = [
+                list(rows[rid].get("groups") or [])
+                for rid in [now[n] for n in retired + updated] + versions
+                if rid in rows and _shared_row(rows[rid])
+            ]
             return self._publish(
                 current,
                 Generation(
@@ -437,6 +613,8 @@ class SkillLibrary:
                     added=added,
                     retired=retired,
                     updated=updated,
+                    agent=self.agent,
+                    shared_with=_reach(touched),
                 ),
                 versions,
                 new_rows=[],
@@ -478,10 +656,13 @@ class SkillLibrary:
                 if n not in live:
                     raise SkillNotFoundError(f"metaclaw: no live skill named {n!r}")
             # Re-validate: skills built with model_construct or mutated in place skip pydantic.
-            fresh = [Skill.model_validate(s.model_dump()) for s in added + updated]
+            # A skill belongs to the agent whose library it joins; an update keeps the scope
+            # of the version it replaces unless it names one (``share`` changes it).
+            fresh = [self._owned(s, live.get(s.name)) for s in added + updated]
             if vet and self.vetter is not None:
                 changed = {s.name for s in updated} | set(retired)
                 others = [self._to_skill(r) for n, r in live.items() if n not in changed]
+                others += self._received_skills(exclude=changed | {s.name for s in fresh})
                 reviews = {s.name: Review(self.vetter(s, others)) for s in fresh}
                 rejected = [
                     f"{n}: {r.describe()}" for n, rv in reviews.items() for r in rv.rejections
@@ -500,14 +681,109 @@ class SkillLibrary:
                     )
             new_gen = current + 1
             rows = self._version_rows(fresh, new_gen)
+            touched = [s.groups for s in fresh if s.shared] + [
+                list(live[n].get("groups") or [])
+                for n in [s.name for s in updated] + retired
+                if _shared_row(live[n])
+            ]
             gen = Generation(
                 number=new_gen,
                 reason=reason,
                 added=sorted(s.name for s in added),
                 retired=sorted(retired),
                 updated=sorted(s.name for s in updated),
+                agent=self.agent,
+                shared_with=_reach(touched),
             )
             return self._publish(current, gen, [r["row_id"] for r in rows], new_rows=rows)
+
+    def _owned(self, skill: Skill, replaces: dict[str, Any] | None) -> Skill:
+        data = skill.model_dump()
+        data["agent"] = self.agent
+        keep_scope = "shared" not in skill.model_fields_set  # an update keeps the scope
+        if replaces is not None and not skill.shared and _shared_row(replaces) and keep_scope:
+            data["shared"], data["groups"] = True, list(replaces.get("groups") or [])
+        if not data.get("shared"):
+            data["groups"] = []
+        return Skill.model_validate(data)
+
+    def _received_skills(self, exclude: Iterable[str] = ()) -> list[Skill]:
+        """The shared skills of other agents this agent receives (for vetting)."""
+        skip = set(exclude)
+        try:
+            state = self.state()
+        except StoreError:
+            return []
+        return [self._to_skill(r) for r in state.received_rows(self.agent) if r["name"] not in skip]
+
+    def share(
+        self,
+        name: str,
+        *,
+        groups: list[str] | None = None,
+        reason: str | None = None,
+        allow_flagged: bool = False,
+    ) -> Generation:
+        """Promote this agent's live skill ``name`` to shared: every agent (or the agents of
+        ``groups``) receives it from the next generation on. Vetted again, against the
+        libraries of the agents that will receive it; refused if another agent already
+        shares a skill of that name. One generation, a generation of every receiving agent."""
+        self._check_writable()
+        groups = sorted({validate_agent(g) for g in groups or []})
+        unknown = [g for g in groups if g not in self.groups]
+        if unknown:
+            raise StoreError(
+                f"metaclaw: no agent group named {', '.join(unknown)}; groups are set in "
+                "the settings ([agents] groups)"
+            )
+        with self._lock:
+            self.refresh()
+            state = self.state()
+            own = {r["name"]: r for r in state.own_rows(self.agent)}
+            if name not in own:
+                raise SkillNotFoundError(
+                    f"metaclaw: agent {self.agent!r} has no live skill named {name!r}"
+                )
+            for owner, live in state.live.items():
+                rid = live.get(name)
+                if owner != self.agent and rid and _shared_row(state.rows[rid]):
+                    raise SkillFormatError(
+                        f"metaclaw: agent {owner!r} already shares a skill named {name!r}; "
+                        "rename one of them first"
+                    )
+            skill = self._to_skill(own[name]).model_copy(update={"shared": True, "groups": groups})
+            recipients = [
+                a for a in state.agents() if a != self.agent and receives(a, groups, self.groups)
+            ]
+            seen: dict[str, Skill] = {}
+            for agent in recipients:
+                for r in state.visible_rows(agent):
+                    if r["name"] != name:
+                        key = f"{agent_of(r.get('agent'))}/{r['name']}"
+                        seen.setdefault(key, self._to_skill(r))
+            if self.vetter is not None:
+                review = Review(
+                    self.vetter(Skill.model_validate(skill.model_dump()), list(seen.values()))
+                )
+                if review.rejections:
+                    raise SkillRejectedError(
+                        "share refused by vetting: "
+                        + "; ".join(r.describe() for r in review.rejections),
+                        reviews={name: review},
+                    )
+                if review.quarantines and not allow_flagged:
+                    raise SkillQuarantinedError(
+                        "share held by vetting (nothing changed; a person may share it with "
+                        "--allow-flagged): " + "; ".join(r.describe() for r in review.quarantines),
+                        reviews={name: review},
+                    )
+            return self.apply(
+                updated=[skill],
+                reason=reason
+                or f"share {name} from {self.agent}"
+                + (f" with {', '.join(groups)}" if groups else " with every agent"),
+                vet=False,  # vetted above, against the receiving agents' libraries
+            )
 
     def stale_vectors(self) -> list[str]:
         """Names of the live skills whose vectors this library's embedder did not make (another
@@ -536,6 +812,8 @@ class SkillLibrary:
                 number=new_gen,
                 reason=reason or f"re-embedded with {self.embedder_id}",
                 updated=sorted(s.name for s in skills),
+                agent=self.agent,
+                shared_with=_reach([s.groups for s in skills if s.shared]),
             )
             return self._publish(current, gen, [r["row_id"] for r in fresh], new_rows=fresh)
 
@@ -571,6 +849,9 @@ class SkillLibrary:
                 "created_at": now,
                 "vector": v.tolist(),
                 "embedder": self.embedder_id,
+                "agent": self.agent,
+                "shared": bool(s.shared),
+                "groups": list(s.groups) if s.shared else [],
             }
             for s, v in zip(skills, vectors, strict=True)
         ]
@@ -621,7 +902,8 @@ class SkillLibrary:
         tbl = self._skills_table()
         if tbl is None:
             return []
-        rows = tbl.search().where("status = 'pending'").limit(None).to_arrow().to_pylist()
+        where = f"status = 'pending' AND {agent_filter(self.agent)}"
+        rows = tbl.search().where(where).limit(None).to_arrow().to_pylist()
         return sorted(rows, key=lambda r: (r["name"], r["created_at"]))
 
     def pending(self) -> list[Skill]:

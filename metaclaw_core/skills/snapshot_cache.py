@@ -28,19 +28,31 @@ log = logging.getLogger("metaclaw.skills")
 FORMAT = 1
 
 
-def cache_path(home: Path, store_uri: str) -> Path:
-    """Where the snapshot of ``store_uri`` is cached (one file per store)."""
-    digest = hashlib.sha256(store_uri.encode("utf-8")).hexdigest()[:16]
+def cache_path(home: Path, store_uri: str, agent: str | None = None) -> Path:
+    """Where the snapshot of ``store_uri`` is cached (one file per store and agent; the
+    default agent's keeps the name it had before agents)."""
+    key = store_uri if agent in (None, "default") else f"{store_uri}#agent={agent}"
+    digest = hashlib.sha256(key.encode("utf-8")).hexdigest()[:16]
     return home / "cache" / f"snapshot-{digest}.npz"
 
 
-def save_snapshot(path: Path, snap: SkillSnapshot, *, store_uri: str, embedder_id: str) -> None:
-    """Write ``snap`` to ``path`` atomically (a reader sees the old file or the new one)."""
+def save_snapshot(
+    path: Path,
+    snap: SkillSnapshot,
+    *,
+    store_uri: str,
+    embedder_id: str,
+    agents: list[str] | None = None,
+) -> None:
+    """Write ``snap`` to ``path`` atomically (a reader sees the old file or the new one).
+    ``agents``: the agents the library knew when it was read (``metaclaw status`` answers
+    from the cache only for a store of one agent)."""
     meta = {
         "format": FORMAT,
         "store_uri": store_uri,
         "embedder": embedder_id,
         "generation": snap.generation,
+        "agents": agents,
         "records": [[*r[:6], r[6], r[7].isoformat()] for r in snap.records],
     }
     buf = io.BytesIO()
@@ -75,4 +87,15 @@ def load_snapshot(path: Path, *, store_uri: str, embedder_id: str) -> SkillSnaps
         return None
     except Exception as exc:  # a damaged cache is not an error: the store is read anyway
         log.info("metaclaw: ignoring the cached snapshot %s: %s", path, exc)
+        return None
+
+
+def cached_agents(path: Path) -> list[str] | None:
+    """The agents the cached snapshot's read of the library knew (None: not recorded)."""
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            meta = json.loads(bytes(data["meta"]).decode("utf-8"))
+        agents = meta.get("agents")
+        return None if agents is None else [str(a) for a in agents]
+    except Exception:
         return None

@@ -82,6 +82,10 @@ def skills_schema(dim: int) -> pa.Schema:
             # The model that made ``vector`` (Embedder.model_id); null in rows written before
             # it was recorded. The library never serves vectors of two models together.
             pa.field("embedder", pa.string()),
+            # Added with agents (null in rows written before: the default agent, own scope).
+            pa.field("agent", pa.string()),
+            pa.field("shared", pa.bool_()),
+            pa.field("groups", pa.list_(pa.string())),
         ],
         metadata={"metaclaw_schema_version": str(SCHEMA_VERSION)},
     )
@@ -101,6 +105,10 @@ def generations_schema() -> pa.Schema:
             pa.field("updated", pa.list_(pa.string())),
             pa.field("versions", pa.list_(pa.string())),
             pa.field("writer", pa.string()),
+            # Added with agents: whose library changed (null: the default agent), and, for a
+            # change to shared skills, the groups that receive it ([]: every agent).
+            pa.field("agent", pa.string()),
+            pa.field("shared_with", pa.list_(pa.string())),
         ],
         metadata={"metaclaw_schema_version": str(SCHEMA_VERSION)},
     )
@@ -126,6 +134,7 @@ def rewards_schema() -> pa.Schema:
             pa.field("source", pa.string()),
             pa.field("detail", pa.string()),
             pa.field("created_at", TS),
+            pa.field("agent", pa.string()),  # added with agents (null before: the default)
         ],
         metadata={"metaclaw_schema_version": str(SCHEMA_VERSION)},
     )
@@ -140,6 +149,16 @@ def sql_in(column: str, values: list[str]) -> str:
     return f"{column} IN ({', '.join(sql_str(v) for v in values)})"
 
 
+def agent_filter(agent: str) -> str:
+    """The rows of ``agent`` (rows written before agents, with a null ``agent``, are the
+    default agent's)."""
+    from metaclaw_core.agents import DEFAULT_AGENT
+
+    if agent == DEFAULT_AGENT:
+        return f"(agent IS NULL OR agent = {sql_str(agent)})"
+    return f"agent = {sql_str(agent)}"
+
+
 class Store:
     """One LanceDB database holding metaclaw's tables; opens and migrates them lazily."""
 
@@ -148,6 +167,7 @@ class Store:
         self.uri = settings.store_uri
         self._db: Any = None
         self._tables: dict[str, Any] = {}
+        self._migrated: set[str] = set()  # tables checked against the current schema
         self._lock = threading.RLock()
 
     @property
@@ -199,6 +219,10 @@ class Store:
         with self._lock:
             tbl = self._tables.get(name)
             if tbl is not None:
+                if schema is not None and name not in self._migrated:
+                    # opened before without a schema (has_table): migrate it once now
+                    self._migrate(tbl, schema)
+                    self._migrated.add(name)
                 return tbl
             db = self.connect()
             for attempt in range(OPEN_ATTEMPTS):
@@ -227,6 +251,8 @@ class Store:
                         f"metaclaw: cannot open table {name!r} in {self.uri!r}: {exc}"
                     ) from exc
             self._tables[name] = tbl
+            if schema is not None:
+                self._migrated.add(name)
             return tbl
 
     def vector_dim(self, name: str) -> int | None:

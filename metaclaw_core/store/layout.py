@@ -50,6 +50,7 @@ COLUMNS = (
     "metadata_json",
     VECTOR,
     EMBEDDER,
+    "agent",  # added with agents: null in rows written before (read as the default agent)
 )
 
 

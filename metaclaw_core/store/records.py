@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import orjson
 
+from metaclaw_core.agents import DEFAULT_AGENT
 from metaclaw_core.embeddings import Vector
 from metaclaw_core.models import Reward, Trajectory
 from metaclaw_core.store.layout import scalar_columns
@@ -60,6 +61,13 @@ class EncodedTrajectory:
         return str(orjson.loads(self.line)["d"]["id"])
 
     @property
+    def agent(self) -> str:
+        """The agent that made the call."""
+        if self.built is not None:
+            return self.built.agent
+        return str(orjson.loads(self.line)["d"].get("agent") or DEFAULT_AGENT)
+
+    @property
     def error(self) -> str | None:
         """The error the host reported for the call, if any."""
         if self.built is not None:
@@ -72,6 +80,7 @@ class EncodedTrajectory:
         obj = _parse(orjson.loads(self.line))
         head = obj["d"]
         row = {name: head.get(name) for name in SCALAR_COLUMNS}
+        row["agent"] = head.get("agent") or DEFAULT_AGENT  # lines journaled before agents
         output = obj.get("o") or {}
         row["injected_skills"] = list(head.get("injected_skills") or [])
         row["output_text"] = str(output.get("text") or "")

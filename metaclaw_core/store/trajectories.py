@@ -11,12 +11,14 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from pydantic import TypeAdapter
 
+from metaclaw_core.agents import DEFAULT_AGENT, agent_of
 from metaclaw_core.errors import StoreError
 from metaclaw_core.models import Message, ModelOutput, Reward, Trajectory
 from metaclaw_core.store.db import (
     REWARDS,
     TRAJECTORIES,
     Store,
+    agent_filter,
     rewards_schema,
     sql_in,
     sql_str,
@@ -45,18 +47,42 @@ class TrajectoryStore:
         # append fails (another process may have migrated the table); the records stay in the
         # journal and their replay reads it again.
         self._schema: pa.Schema | None = None
+        self._migrated = False
 
     def _table(self, create: bool, dim_hint: int | None = None) -> Any:
         if self.store.has_table(TRAJECTORIES):
-            return self.store.table(TRAJECTORIES)
+            table = self.store.table(TRAJECTORIES)
+            if not self._migrated:
+                table = self._migrate(table)
+            return table
         if not create:
             return None
-        return self.store.table(TRAJECTORIES, trajectories_schema(dim_hint or self._default_dim()))
+        table = self.store.table(TRAJECTORIES, trajectories_schema(dim_hint or self._default_dim()))
+        self._migrated = True
+        return table
+
+    def _migrate(self, table: Any) -> Any:
+        """A table written by an older version gets the columns it lacks (``agent``: null,
+        read as the default agent), once per process; if that fails, reads and writes go on
+        without them (the writer fills what the table has)."""
+        try:
+            dim = int(table.schema.field("vector").type.list_size)
+            if self.store.migrate(TRAJECTORIES, trajectories_schema(dim)):
+                self.store.refresh(TRAJECTORIES)
+                self._schema = None
+            self._migrated = True
+        except Exception as exc:
+            log.warning("metaclaw: could not migrate the trajectories table: %s", exc)
+        return self.store.table(TRAJECTORIES)
 
     def _rewards(self, create: bool) -> Any:
         if self.store.has_table(REWARDS) or create:
             return self.store.table(REWARDS, rewards_schema())
         return None
+
+    def _columns(self, table: Any, wanted: Sequence[str]) -> list[str]:
+        have = set(table.schema.names)
+        return [c for c in wanted if c in have]
 
     # -- writing (background writer only) ------------------------------------------------
     def write(self, items: Sequence[EncodedTrajectory]) -> None:
@@ -66,8 +92,12 @@ class TrajectoryStore:
         hint = next((len(e.vector) for e in items if e.vector is not None), None)
         table = self._table(create=True, dim_hint=hint)
         schema = self._schema or table.schema
-        if "embedder" not in schema.names:
+        if "embedder" not in schema.names or "agent" not in schema.names:
             schema = self._add_embedder_column(table, schema)
+        if "agent" not in schema.names and any(e.agent != DEFAULT_AGENT for e in items):
+            # written without the column, another agent's captures would read as the
+            # default agent's: they wait in the journal until the table is migrated
+            raise StoreError("metaclaw: the trajectories table has no agent column yet")
         try:
             table.add(self._arrow(items, schema))
         except Exception:
@@ -188,7 +218,14 @@ class TrajectoryStore:
         if not rewards:
             return
         table = self._rewards(create=True)
-        table.add(pa.Table.from_pylist([r.model_dump() for r in rewards], schema=rewards_schema()))
+        # A reward is its trajectory's agent's (engine.feedback knows only the id).
+        try:
+            agents = self.agents_of(sorted({r.trajectory_id for r in rewards}))
+        except Exception as exc:  # the rewards are still stored, as the agent they say
+            log.warning("metaclaw: could not read the rewarded trajectories' agents: %s", exc)
+            agents = {}
+        rows = [{**r.model_dump(), "agent": agents.get(r.trajectory_id, r.agent)} for r in rewards]
+        table.add(pa.Table.from_pylist(rows, schema=rewards_schema()))
 
     def optimize(self) -> None:
         for name in (TRAJECTORIES, REWARDS):
@@ -215,10 +252,15 @@ class TrajectoryStore:
         rows = table.search().where(sql_in("trajectory_id", ids)).limit(None).to_arrow().to_pylist()
         return {(r["trajectory_id"], r["source"], str(r["created_at"])) for r in rows}
 
-    def count(self) -> int:
+    def count(self, agent: str | None = None) -> int:
+        """Stored trajectories (only ``agent``'s when given)."""
         self.store.refresh(TRAJECTORIES)
         table = self._table(create=False)
-        return 0 if table is None else int(table.count_rows())
+        if table is None:
+            return 0
+        if agent is None:
+            return int(table.count_rows())
+        return int(table.count_rows(self._agent_filter(table, agent)))
 
     def rewards_for(self, ids: Sequence[str]) -> dict[str, list[Reward]]:
         table = self._rewards(create=False)
@@ -228,6 +270,7 @@ class TrajectoryStore:
         self.store.refresh(REWARDS)
         rows = table.search().where(sql_in("trajectory_id", list(ids))).limit(None).to_arrow()
         for r in rows.to_pylist():
+            r["agent"] = agent_of(r.get("agent"))
             out.setdefault(r["trajectory_id"], []).append(Reward.model_validate(r))
         return out
 
@@ -246,7 +289,12 @@ class TrajectoryStore:
         return t
 
     def recent(
-        self, limit: int = 20, *, session_id: str | None = None, generation: int | None = None
+        self,
+        limit: int = 20,
+        *,
+        session_id: str | None = None,
+        generation: int | None = None,
+        agent: str | None = None,
     ) -> list[Trajectory]:
         """Newest first, without message bodies (use :meth:`get` for one in full)."""
         table = self._table(create=False)
@@ -259,9 +307,11 @@ class TrajectoryStore:
             filters.append(f"session_id = {sql_str(session_id)}")
         if generation is not None:
             filters.append(f"generation = {int(generation)}")
+        if agent is not None:
+            filters.append(self._agent_filter(table, agent))
         if filters:
             q = q.where(" AND ".join(filters))
-        data = q.select(LIST_COLUMNS).limit(None).to_arrow()
+        data = q.select(self._columns(table, LIST_COLUMNS)).limit(None).to_arrow()
         if data.num_rows == 0:
             return []
         data = data.sort_by([("created_at", "descending")]).slice(0, limit)
@@ -271,13 +321,19 @@ class TrajectoryStore:
             t.rewards = rewards.get(t.id, [])
         return out
 
-    def since(self, after: datetime, limit: int = 1000) -> list[Trajectory]:
-        """Trajectories created at or after ``after`` (any host), oldest first, in full."""
+    def since(
+        self, after: datetime, limit: int = 1000, *, agent: str | None = None
+    ) -> list[Trajectory]:
+        """Trajectories created at or after ``after`` (any host), oldest first, in full;
+        only ``agent``'s when given."""
         table = self._table(create=False)
         if table is None:
             return []
         self.store.refresh(TRAJECTORIES)
-        rows = table.search().where(f"created_at >= {sql_timestamp(after)}").limit(None).to_arrow()
+        where = f"created_at >= {sql_timestamp(after)}"
+        if agent is not None:
+            where += " AND " + self._agent_filter(table, agent)
+        rows = table.search().where(where).limit(None).to_arrow()
         if rows.num_rows == 0:
             return []
         rows = rows.sort_by([("created_at", "ascending")]).slice(0, limit)
@@ -293,7 +349,45 @@ class TrajectoryStore:
         if rows.num_rows == 0:
             return []
         rows = rows.sort_by([("created_at", "ascending")]).slice(0, limit)
-        return [Reward.model_validate(r) for r in rows.to_pylist()]
+        return [
+            Reward.model_validate({**r, "agent": agent_of(r.get("agent"))})
+            for r in rows.to_pylist()
+        ]
+
+    @staticmethod
+    def _agent_filter(table: Any, agent: str) -> str:
+        if "agent" not in table.schema.names:  # not migrated: every row is the default's
+            return "TRUE" if agent == DEFAULT_AGENT else "FALSE"
+        return agent_filter(agent)
+
+    def agents_of(self, ids: Sequence[str]) -> dict[str, str]:
+        """Trajectory id → its agent, for the ids found."""
+        table = self._table(create=False)
+        if table is None or not ids:
+            return {}
+        if "agent" not in table.schema.names:
+            return {i: DEFAULT_AGENT for i in self.existing_ids(ids)}
+        out: dict[str, str] = {}
+        for i in range(0, len(ids), 500):
+            chunk = list(ids[i : i + 500])
+            rows = table.search().where(sql_in("id", chunk)).select(["id", "agent"]).limit(None)
+            for r in rows.to_arrow().to_pylist():
+                out[r["id"]] = agent_of(r["agent"])
+        return out
+
+    def agents(self) -> dict[str, int]:
+        """Trajectory count per agent (rows written before agents: the default agent's)."""
+        table = self._table(create=False)
+        if table is None:
+            return {}
+        self.store.refresh(TRAJECTORIES)
+        if "agent" not in table.schema.names:
+            return {DEFAULT_AGENT: int(table.count_rows())}
+        out: dict[str, int] = {}
+        for value in table.search().select(["agent"]).limit(None).to_arrow()["agent"].to_pylist():
+            key = agent_of(value)
+            out[key] = out.get(key, 0) + 1
+        return out
 
     @staticmethod
     def _from_row(r: dict[str, Any]) -> Trajectory:
@@ -319,6 +413,7 @@ class TrajectoryStore:
             outcome=r.get("outcome") or "unknown",
             truncated=bool(r.get("truncated")),
             metadata=json.loads(r["metadata_json"]) if r.get("metadata_json") else {},
+            agent=agent_of(r.get("agent")),
         )
 
 

@@ -8,6 +8,10 @@ in the ``trajectories`` table as the *support set* for the evolver.
 
 The only state of its own is the ``train_samples`` table (which trajectories a step consumed),
 so the buffer survives restarts and is shared by every process on the same store.
+
+Agents: a buffer is one agent's (``agent``, the default agent's unless named). It holds only
+that agent's trajectories and compares their generation with *that agent's* generation, so a
+change to another agent's library (a generation of its own) leaves this buffer as it was.
 """
 
 from __future__ import annotations
@@ -18,8 +22,9 @@ from typing import Any
 
 import pyarrow as pa
 
+from metaclaw_core.agents import DEFAULT_AGENT, validate_agent
 from metaclaw_core.models import Trajectory, utcnow
-from metaclaw_core.store.db import REWARDS, TRAJECTORIES, TS, Store, sql_in
+from metaclaw_core.store.db import REWARDS, TRAJECTORIES, TS, Store, agent_filter, sql_in
 from metaclaw_core.store.trajectories import TrajectoryStore
 
 TRAIN_SAMPLES = "train_samples"
@@ -33,6 +38,7 @@ def train_samples_schema() -> pa.Schema:
             pa.field("step", pa.int64()),
             pa.field("backend", pa.string()),
             pa.field("created_at", TS),
+            pa.field("agent", pa.string()),  # added with agents (null before: the default)
         ],
         metadata={"metaclaw_schema_version": "1"},
     )
@@ -53,9 +59,16 @@ class BufferSizes:
 class QueryBuffer:
     """Trajectories of the current generation that training has not used yet."""
 
-    def __init__(self, store: Store, current_generation: Callable[[], int]) -> None:
+    def __init__(
+        self,
+        store: Store,
+        current_generation: Callable[[], int],
+        *,
+        agent: str = DEFAULT_AGENT,
+    ) -> None:
         self.store = store
         self._current_generation = current_generation
+        self.agent = validate_agent(agent)
 
     def generation(self) -> int:
         """The generation whose samples form the query buffer right now."""
@@ -74,11 +87,17 @@ class QueryBuffer:
         self.store.refresh(TRAIN_SAMPLES)
         return table
 
+    def _of_agent(self, table: Any, where: str) -> str:
+        """``where``, for this agent's rows (a table from before agents: the default's)."""
+        if "agent" not in table.schema.names:
+            return where if self.agent == DEFAULT_AGENT else "FALSE"
+        return f"{where} AND {agent_filter(self.agent)}"
+
     def _consumed(self, generation: int) -> set[str]:
+        samples = self._samples()
         rows = (
-            self._samples()
-            .search()
-            .where(f"generation = {int(generation)}")
+            samples.search()
+            .where(self._of_agent(samples, f"generation = {int(generation)}"))
             .select(["trajectory_id"])
             .limit(None)
             .to_arrow()
@@ -92,7 +111,7 @@ class QueryBuffer:
             return []
         rows = (
             table.search()
-            .where(f"generation = {int(generation)}")
+            .where(self._of_agent(table, f"generation = {int(generation)}"))
             .select(["id", "created_at", "error", "output_text"])
             .limit(None)
             .to_arrow()
@@ -112,7 +131,11 @@ class QueryBuffer:
         usable = [r["id"] for r in rows if self._usable(r)]
         query_ids = [i for i in usable if i not in consumed]
         table = self._trajectories()
-        support = 0 if table is None else int(table.count_rows(f"generation < {g}"))
+        support = (
+            0
+            if table is None
+            else int(table.count_rows(self._of_agent(table, f"generation < {g}")))
+        )
         rewarded = 0
         if query_ids and self.store.has_table(REWARDS):
             self.store.refresh(REWARDS)
@@ -170,6 +193,7 @@ class QueryBuffer:
                 "step": step,
                 "backend": backend,
                 "created_at": now,
+                "agent": self.agent,
             }
             for t in trajectories
         ]

@@ -1,7 +1,8 @@
 """The ``checkpoints`` table: every saved training state and published sampler, newest last.
 
-Resume reads the newest ``state`` row of the backend and model; serving after a restart reads
-the newest ``sampler`` row. Rows are only ever appended.
+Resume reads the newest ``state`` row of the backend, model and agent (one LoRA per agent and
+base model); serving after a restart reads the newest ``sampler`` row. Rows are only ever
+appended.
 """
 
 from __future__ import annotations
@@ -12,8 +13,9 @@ from typing import Any, Literal
 
 import pyarrow as pa
 
+from metaclaw_core.agents import DEFAULT_AGENT, agent_of
 from metaclaw_core.models import utcnow
-from metaclaw_core.store.db import TS, Store, sql_str
+from metaclaw_core.store.db import TS, Store, agent_filter, sql_str
 
 CHECKPOINTS = "checkpoints"
 CheckpointKind = Literal["state", "sampler"]
@@ -31,6 +33,7 @@ def checkpoints_schema() -> pa.Schema:
             pa.field("generation", pa.int64()),
             pa.field("reward", pa.float64()),
             pa.field("created_at", TS),
+            pa.field("agent", pa.string()),  # added with agents (null before: the default)
         ],
         metadata={"metaclaw_schema_version": "1"},
     )
@@ -47,6 +50,7 @@ class Checkpoint:
     generation: int
     reward: float | None
     created_at: datetime
+    agent: str = DEFAULT_AGENT  # whose LoRA (one per agent and base model)
 
 
 class CheckpointLog:
@@ -69,13 +73,19 @@ class CheckpointLog:
         step: int,
         generation: int,
         reward: float | None = None,
+        agent: str = DEFAULT_AGENT,
     ) -> Checkpoint:
-        cp = Checkpoint(backend, model, kind, name, path, step, generation, reward, utcnow())
+        cp = Checkpoint(backend, model, kind, name, path, step, generation, reward, utcnow(), agent)
         self._table().add(pa.Table.from_pylist([cp.__dict__], schema=checkpoints_schema()))
         return cp
 
     def history(
-        self, *, backend: str | None = None, model: str | None = None, kind: str | None = None
+        self,
+        *,
+        backend: str | None = None,
+        model: str | None = None,
+        kind: str | None = None,
+        agent: str | None = None,
     ) -> list[Checkpoint]:
         table = self._table()
         self.store.refresh(CHECKPOINTS)
@@ -84,13 +94,22 @@ class CheckpointLog:
             for col, val in (("backend", backend), ("model", model), ("kind", kind))
             if val is not None
         ]
+        if agent is not None:
+            filters.append(agent_filter(agent))
         q = table.search()
         if filters:
             q = q.where(" AND ".join(filters))
         rows = q.limit(None).to_arrow().to_pylist()
-        cps = [Checkpoint(**r) for r in rows]
+        cps = [Checkpoint(**{**r, "agent": agent_of(r.get("agent"))}) for r in rows]
         return sorted(cps, key=lambda c: (c.step, c.created_at))
 
-    def latest(self, *, backend: str, model: str, kind: CheckpointKind) -> Checkpoint | None:
-        found = self.history(backend=backend, model=model, kind=kind)
+    def latest(
+        self,
+        *,
+        backend: str,
+        model: str,
+        kind: CheckpointKind,
+        agent: str = DEFAULT_AGENT,
+    ) -> Checkpoint | None:
+        found = self.history(backend=backend, model=model, kind=kind, agent=agent)
         return found[-1] if found else None

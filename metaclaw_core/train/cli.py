@@ -101,7 +101,9 @@ def train_status(as_json: JsonOpt = False) -> None:
     try:
         with _engine() as engine:
             t = engine.settings.train
-            buffer = QueryBuffer(engine.store, engine.library.current_generation)
+            buffer = QueryBuffer(
+                engine.store, engine.library.current_generation, agent=engine.agent
+            )
             sizes = buffer.sizes()
             log = CheckpointLog(engine.store)
             model = t.base_model if t.backend == "tinker" else None

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
+from metaclaw_core.agents import DEFAULT_AGENT
 from metaclaw_core.config import TrainSettings
 from metaclaw_core.models import Trajectory
 from metaclaw_core.train.backend import (
@@ -171,6 +172,16 @@ class GrpoTrainer:
         # by this trainer, so unscorable old prompts cannot block the newer ones for good.
         self._unscored: tuple[int, set[str]] = (-1, set())
 
+    @property
+    def agent(self) -> str:
+        """Whose LoRA this trains: its buffer's agent."""
+        return str(getattr(self.buffer, "agent", DEFAULT_AGENT))
+
+    @property
+    def _prefix(self) -> str:
+        # another agent's checkpoints get their own names (the default's keep theirs)
+        return "" if self.agent == DEFAULT_AGENT else f"agent-{self.agent}-"
+
     # -- lifecycle -----------------------------------------------------------------------
     def resume(self) -> int:
         """Start the backend from the newest checkpoint (if any); return the step reached."""
@@ -178,7 +189,10 @@ class GrpoTrainer:
             if self._started:
                 return self.step_count
             last = self.checkpoints.latest(
-                backend=self.backend.name, model=self.backend.model_name, kind="state"
+                backend=self.backend.name,
+                model=self.backend.model_name,
+                kind="state",
+                agent=self.agent,
             )
             self.backend.start(resume_from=last.path if last else None)
             self.step_count = last.step if last else 0
@@ -314,7 +328,7 @@ class GrpoTrainer:
             return self._checkpoint(None)
 
     def _checkpoint(self, reward: float | None) -> str:
-        name = f"step-{self.step_count:06d}"
+        name = f"{self._prefix}step-{self.step_count:06d}"
         path = self.backend.save_state(name)
         self.checkpoints.record(
             backend=self.backend.name,
@@ -325,6 +339,7 @@ class GrpoTrainer:
             step=self.step_count,
             generation=self.buffer.generation(),
             reward=reward,
+            agent=self.agent,
         )
         self._last_checkpoint_step = self.step_count
         return path
@@ -332,7 +347,11 @@ class GrpoTrainer:
     def _publish(self, reward: float | None = None) -> str | None:
         if self.policy is None or self._last_publish_step == self.step_count:
             return None
-        name = f"sampler-{self.step_count:06d}" if self.step_count else "sampler-base"
+        name = (
+            f"{self._prefix}sampler-{self.step_count:06d}"
+            if self.step_count
+            else f"{self._prefix}sampler-base"
+        )
         sampler, path = self.backend.publish(name)
         if self.policy.tokenizer is None:
             self.policy.tokenizer = self.backend.tokenizer
@@ -346,6 +365,7 @@ class GrpoTrainer:
             step=self.step_count,
             generation=self.buffer.generation(),
             reward=reward,
+            agent=self.agent,
         )
         self._last_publish_step = self.step_count
         return path

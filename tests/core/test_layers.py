@@ -34,6 +34,7 @@ LAYERS: dict[str, int] = {
     "metaclaw_core.config": FOUNDATION,
     "metaclaw_core.lazy": FOUNDATION,
     "metaclaw_core.faults": FOUNDATION,
+    "metaclaw_core.agents": FOUNDATION,
     "metaclaw_core.scoring": FOUNDATION,
     "metaclaw_core.models": MODELS,
     "metaclaw_core.messages": MODELS,

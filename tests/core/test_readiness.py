@@ -13,8 +13,7 @@ import pytest
 
 from metaclaw_core import CallContext, Message, MetaClaw, Skill
 from metaclaw_core.engine import DEGRADED_LIBRARY, GENERATION_UNKNOWN
-from metaclaw_core.skills.index import SkillSnapshot
-from metaclaw_core.skills.library import SkillLibrary
+from metaclaw_core.skills.library import LibraryState, SkillLibrary
 from metaclaw_core.train.buffer import QueryBuffer
 from tests.support.engines import SharedEmbedder, make_settings
 
@@ -48,13 +47,13 @@ def gate(monkeypatch: pytest.MonkeyPatch) -> Iterator[threading.Event]:
     """Holds every engine's first read of the skill library (the real one, on LanceDB) until
     the test sets it: the seconds a cold start spends importing and opening the store."""
     opened = threading.Event()
-    real = SkillLibrary.snapshot
+    real = SkillLibrary.state  # the one read every agent's snapshot is built from
 
-    def held(self: SkillLibrary) -> SkillSnapshot:
+    def held(self: SkillLibrary) -> LibraryState:
         opened.wait(30)
         return real(self)
 
-    monkeypatch.setattr(SkillLibrary, "snapshot", held)
+    monkeypatch.setattr(SkillLibrary, "state", held)
     yield opened
     opened.set()
 
@@ -120,10 +119,10 @@ def test_a_call_captured_before_the_library_loaded_is_marked_and_left_out_of_the
 def test_a_library_that_cannot_be_read_keeps_the_engine_not_ready_and_says_why(
     minilm: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def broken(self: SkillLibrary) -> SkillSnapshot:
+    def broken(self: SkillLibrary) -> LibraryState:
         raise OSError("the store's disk is gone")
 
-    monkeypatch.setattr(SkillLibrary, "snapshot", broken)
+    monkeypatch.setattr(SkillLibrary, "state", broken)
     settings = make_settings(tmp_path / "h", **NO_CACHE)
     with MetaClaw(settings, plugins=[SharedEmbedder(minilm)]) as engine:
         assert engine.wait_ready(30) is True  # the first attempt is over: it failed

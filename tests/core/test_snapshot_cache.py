@@ -13,7 +13,7 @@ import pytest
 from metaclaw_core import CallContext, Message, MetaClaw, Skill
 from metaclaw_core.config import HUB_MINILM
 from metaclaw_core.skills.index import SkillSnapshot
-from metaclaw_core.skills.library import SkillLibrary
+from metaclaw_core.skills.library import LibraryState, SkillLibrary
 from metaclaw_core.skills.snapshot_cache import cache_path, load_snapshot, save_snapshot
 from tests.support.engines import SharedEmbedder, make_settings
 
@@ -50,13 +50,13 @@ def home(make_engine: Any, tmp_path: Path) -> Path:
 def gate(monkeypatch: pytest.MonkeyPatch) -> Iterator[threading.Event]:
     """Holds the first read of the (real) skill library until the test sets it."""
     opened = threading.Event()
-    real = SkillLibrary.snapshot
+    real = SkillLibrary.state  # the one read every agent's snapshot is built from
 
-    def held(self: SkillLibrary) -> SkillSnapshot:
+    def held(self: SkillLibrary) -> LibraryState:
         opened.wait(30)
         return real(self)
 
-    monkeypatch.setattr(SkillLibrary, "snapshot", held)
+    monkeypatch.setattr(SkillLibrary, "state", held)
     yield opened
     opened.set()
 

@@ -173,6 +173,46 @@ async function openDashboard(context) {
     notice: (await page.isVisible("#notice")) ? await page.textContent("#notice") : null,
   };
   await shoot(page, "dashboard-after-rollback.png");
+
+  // Another agent: its skill added through the API (as that agent), then picked in the page.
+  phase = "agents";
+  const origin = new URL(cfg.openUrl).origin;
+  const added = await page.request.post(origin + "/v1/skills", {
+    headers: { "X-MetaClaw-Agent": cfg.otherAgent },
+    data: { skills: [cfg.otherSkill], reason: "the other agent's first skill" },
+  });
+  const sentAgents = [];
+  page.on("request", (r) => {
+    if (new URL(r.url()).pathname.startsWith("/v1/")) sentAgents.push(r.headers()["x-metaclaw-agent"] || null);
+  });
+  await page.reload();
+  await page.waitForSelector("#agent-pick:not([hidden])");
+  const options = await page.$$eval("#agent-select option", (nodes) => nodes.map((n) => n.value));
+  const pickedBefore = await page.inputValue("#agent-select");
+  sentAgents.length = 0;
+  await page.selectOption("#agent-select", cfg.otherAgent);
+  await page.waitForFunction(
+    (name) => [...document.querySelectorAll("#skill-list .skill")].map((n) => n.dataset.skill).join() === name,
+    cfg.otherSkill.name,
+  );
+  await page.waitForSelector("#pending-list .empty");
+  results.steps.agents = {
+    added: added.status(),
+    options,
+    pickedBefore,
+    skills: await names(page, "#skill-list .skill", "skill"),
+    candidates: await names(page, "#pending-list .candidate", "candidate"),
+    badge: await badge(page),
+    sent: [...new Set(sentAgents)],
+    stored: await page.evaluate(() => sessionStorage.getItem("metaclaw.agent")),
+  };
+  await shoot(page, "dashboard-other-agent.png");
+  await page.selectOption("#agent-select", options.find((o) => o !== cfg.otherAgent));
+  await page.waitForFunction(
+    (n) => document.querySelectorAll("#skill-list .skill").length === n,
+    results.steps.rollback.skills.length,
+  );
+  results.steps.agents.back = await names(page, "#skill-list .skill", "skill");
   await page.close();
 }
 

@@ -20,6 +20,12 @@ from tests.dashboard.seed import HOSTILE_TASK
 
 E2E = Path(__file__).with_name("e2e.mjs")
 SEARCH = "timestamp"
+OTHER_AGENT = "helpdesk"
+OTHER_SKILL = {
+    "name": "greet-by-name",
+    "description": "When a customer writes to the help desk",
+    "body": "Greet the customer by name before you answer.",
+}
 
 
 @pytest.fixture(scope="module")
@@ -39,6 +45,8 @@ def run(
         "search": SEARCH,
         "evolved": seeded.evolved,
         "candidate": seeded.candidate,
+        "otherAgent": OTHER_AGENT,
+        "otherSkill": OTHER_SKILL,
         "timeoutMs": 30000,
     }
     (out / "config.json").write_text(json.dumps(config))
@@ -62,7 +70,16 @@ def _phase(entries: list[dict[str, Any]], *phases: str) -> list[dict[str, Any]]:
     return [e for e in entries if e["phase"] in phases]
 
 
-GOOD_PHASES = ("load", "search", "approve", "rollback", "auth-prompt", "auth-ok", "auth-reload")
+GOOD_PHASES = (
+    "load",
+    "search",
+    "approve",
+    "rollback",
+    "agents",
+    "auth-prompt",
+    "auth-ok",
+    "auth-reload",
+)
 
 
 def test_page_loads_with_no_console_errors_and_nothing_offsite(run: dict[str, Any]) -> None:
@@ -157,6 +174,24 @@ def test_rollback_restores_the_earlier_library_as_a_new_generation(
     assert dashboard.engine.generation == seeded.generation + 2
 
 
+def test_the_agent_picker_shows_another_agents_skills_and_back(
+    run: dict[str, Any], dashboard: Dashboard
+) -> None:
+    seeded = dashboard.seeded
+    agents = run["steps"]["agents"]
+    assert agents["added"] == 201
+    assert agents["options"] == sorted(["default", OTHER_AGENT])
+    assert agents["pickedBefore"] == "default"
+    assert agents["skills"] == [OTHER_SKILL["name"]]  # only that agent's
+    assert agents["candidates"] == []  # the default agent's candidate is not its
+    other_generation = dashboard.engine.library_of(OTHER_AGENT).current_generation()
+    assert agents["badge"] == f"generation {other_generation}"
+    assert agents["sent"] == [OTHER_AGENT] and agents["stored"] == OTHER_AGENT
+    assert sorted(agents["back"]) == sorted(seeded.live)
+    # the other agent's change was not a generation of the default agent
+    assert dashboard.engine.generation == seeded.generation + 2
+
+
 def test_with_a_token_the_page_asks_for_it_and_then_shows_data(
     run: dict[str, Any], dashboard: Dashboard
 ) -> None:
@@ -178,6 +213,11 @@ def test_with_a_token_the_page_asks_for_it_and_then_shows_data(
 
 
 def test_screenshots_are_saved_as_artefacts(run: dict[str, Any]) -> None:
-    for name in ("dashboard.png", "dashboard-after-rollback.png", "dashboard-auth.png"):
+    for name in (
+        "dashboard.png",
+        "dashboard-after-rollback.png",
+        "dashboard-other-agent.png",
+        "dashboard-auth.png",
+    ):
         shot = ARTIFACTS / name
         assert shot.is_file() and shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -63,7 +63,7 @@ def _data_routes(dashboard: Dashboard) -> list[tuple[str, str]]:
 
 def test_every_dashboard_data_route_needs_the_token(dashboard: Dashboard) -> None:
     routes = _data_routes(dashboard)
-    assert len(routes) == 7
+    assert len(routes) == 8
     with dashboard.client() as c:
         c.base_url = dashboard.guarded.url  # type: ignore[assignment]
         for method, path in routes:

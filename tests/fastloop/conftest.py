@@ -75,11 +75,13 @@ def fail_call(
     detail: str | None = None,
     session_id: str | None = None,
     system: str = "You are a helpful scheduling assistant.",
+    agent: str | None = None,
 ) -> str:
     """One captured call that failed (host error, or a reward <= 0); returns its id."""
     ctx = CallContext(
         messages=[Message(role="system", content=system), Message(role="user", content=task)],
         session_id=session_id,
+        agent=agent,
     )
     engine.before_call(ctx)
     tid = engine.after_call(ctx, ModelOutput(text=answer), error=error)
@@ -89,5 +91,7 @@ def fail_call(
     return tid
 
 
-def ask(engine: MetaClaw, task: str) -> Any:
-    return engine.before_call(CallContext(messages=[Message(role="user", content=task)]))
+def ask(engine: MetaClaw, task: str, agent: str | None = None) -> Any:
+    return engine.before_call(
+        CallContext(messages=[Message(role="user", content=task)], agent=agent)
+    )

@@ -172,6 +172,46 @@ def test_a_promotion_measured_long_ago_is_checked_again(make_engine: Any, tmp_pa
     assert arm in (INJECTED, HELD_OUT)
 
 
+def test_two_agents_with_a_skill_of_the_same_name_have_separate_holdouts(
+    make_engine: Any, tmp_path: Path
+) -> None:
+    engine = make_engine(holdout_settings(tmp_path / "h", calls=40))
+    engine.library_of("alpha").add(SKILL)
+    engine.library_of("beta").add(SKILL)
+
+    def call(agent: str, reward: Any) -> str | None:
+        ctx = CallContext(messages=[Message(role="user", content=TASK)], agent=agent)
+        inj = engine.before_call(ctx)
+        arm = (inj.holdout or {}).get(NAME)
+        tid = engine.after_call(ctx, ModelOutput(text="ok"))
+        assert tid is not None
+        engine.feedback(tid, reward(arm))
+        return arm
+
+    # alpha's skill helps its calls; beta's is never rewarded for being injected
+    arms_a = [call("alpha", lambda a: 1.0 if a == INJECTED else -1.0) for _ in range(14)]
+    arms_b = [call("beta", lambda a: -1.0 if a == INJECTED else 1.0) for _ in range(3)]
+    # each agent's draws are its own sequence (alpha's 14 calls did not advance beta's)
+    assert arms_b == [INJECTED if draw(7, f"beta/{NAME}", i) < 0.5 else HELD_OUT for i in range(3)]
+    assert arms_a[:3] == [
+        INJECTED if draw(7, f"alpha/{NAME}", i) < 0.5 else HELD_OUT for i in range(3)
+    ]
+    assert wait_for(lambda: engine.holdout.states(NAME, agent="alpha")[0]["state"] == "promoted")
+    (beta,) = engine.holdout.states(NAME, agent="beta")
+    assert beta["state"] == "holdout"  # its own numbers: not decided by alpha's
+    assert engine.holdout.states(NAME) == []  # the default agent has no such holdout
+    promoted = engine.library_of("alpha").history()[-1]
+    assert promoted.agent == "alpha" and promoted.reason.startswith(f"holdout: promote {NAME}")
+    assert [g.agent for g in engine.library_of("beta").history()] == ["beta"]
+    assert engine.flush(10)
+    from metaclaw_core.evolve.evidence import skill_evidence
+
+    (ev,) = skill_evidence(engine, NAME, agent="alpha")
+    assert ev["holdout"]["state"] == "promoted"
+    (ev_b,) = skill_evidence(engine, NAME, agent="beta")
+    assert ev_b["holdout"]["state"] == "holdout" and ev_b["holdout"]["eligible"] == 3
+
+
 def test_a_promotion_whose_failures_others_have_since_fixed_is_checked_again(
     make_engine: Any, tmp_path: Path
 ) -> None:

@@ -81,3 +81,32 @@ def test_observers_only_enqueue_while_the_llm_is_slow(
     assert took < 1.0, f"20 captures took {took:.2f}s"
     assert writer_stats["stored"] == 20
     engine.fastloop.close(timeout=5)
+
+
+def test_each_agent_learns_from_its_own_failures_only(
+    make_engine: Any, tmp_path: Path, llm: ScriptedOpenAI
+) -> None:
+    settings = fastloop_settings(
+        tmp_path / "h", llm.base_url, evolver__auto=True, evolver__failure_threshold=2
+    )
+    engine: MetaClaw = make_engine(settings)
+    llm.enqueue(skills_reply(ISO))
+    a1 = fail_call(engine, "Log when the Singapore standup starts", "9:30", agent="planner")
+    b1 = fail_call(engine, "Note the Tokyo review time", "2pm", agent="helper")
+    assert engine.flush(10) and engine.fastloop.wait_idle(10)
+    assert llm.chat_requests() == []  # one failure each: neither agent reached two
+    a2 = fail_call(engine, "Record the Berlin deploy time", "at noon", agent="planner")
+    assert engine.flush(10) and engine.fastloop.wait_idle(20)
+    assert len(llm.chat_requests()) == 1
+    prompt = llm.chat_requests()[0].body.decode()
+    assert "Tokyo" not in prompt and "Singapore" in prompt  # only the planner's failures
+    report = engine.fastloop.last_report
+    assert report is not None and sorted(report.failures) == sorted([a1, a2])
+    learned = engine.library_of("planner").get("iso-timestamps-with-offset")
+    assert learned.agent == "planner" and not learned.shared
+    assert engine.library_of("helper").live() == []
+    task = "Log the Jakarta sync time"
+    assert ask(engine, task, "planner").skill_names == ["iso-timestamps-with-offset"]
+    for other in ("helper", None):  # never injected for another agent, however alike
+        assert ask(engine, task, other).skill_names == []
+    assert b1 not in report.failures

@@ -16,8 +16,7 @@ from pydantic import SecretStr
 from metaclaw_core import MetaClaw, Skill
 from metaclaw_core.engine import GENERATION_UNKNOWN
 from metaclaw_core.service import create_app
-from metaclaw_core.skills.index import SkillSnapshot
-from metaclaw_core.skills.library import SkillLibrary
+from metaclaw_core.skills.library import LibraryState, SkillLibrary
 from tests.service.conftest import LiveServer
 from tests.support.engines import SharedEmbedder, make_settings
 
@@ -43,13 +42,13 @@ def home(make_engine: Any, tmp_path: Path) -> Path:
 def gate(monkeypatch: pytest.MonkeyPatch) -> Iterator[threading.Event]:
     """Holds the first read of the (real) skill library until the test sets it."""
     opened = threading.Event()
-    real = SkillLibrary.snapshot
+    real = SkillLibrary.state  # the one read every agent's snapshot is built from
 
-    def held(self: SkillLibrary) -> SkillSnapshot:
+    def held(self: SkillLibrary) -> LibraryState:
         opened.wait(30)
         return real(self)
 
-    monkeypatch.setattr(SkillLibrary, "snapshot", held)
+    monkeypatch.setattr(SkillLibrary, "state", held)
     yield opened
     opened.set()
 
@@ -98,10 +97,10 @@ def test_readyz_is_503_until_the_library_and_embedder_are_loaded_then_200(
 def test_readyz_names_a_library_that_failed_to_load(
     minilm: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def broken(self: SkillLibrary) -> SkillSnapshot:
+    def broken(self: SkillLibrary) -> LibraryState:
         raise OSError("the store's disk is gone")
 
-    monkeypatch.setattr(SkillLibrary, "snapshot", broken)
+    monkeypatch.setattr(SkillLibrary, "state", broken)
     engine = MetaClaw(make_settings(tmp_path / "h"), plugins=[SharedEmbedder(minilm)])
     live = LiveServer(create_app(engine, engine.settings, own_engine=True)).start()
     try:

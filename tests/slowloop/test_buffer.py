@@ -94,3 +94,40 @@ def test_train_status_shows_buffer_sizes(make_engine: Any, settings: Any, monkey
     assert data["last_checkpoint"] is None
     text = CliRunner().invoke(app, ["train", "status"])
     assert "query buffer 3 (rewarded 1)" in text.output
+
+
+def test_one_agents_generation_change_leaves_another_agents_buffer_untouched(
+    make_engine: Any, settings: Any
+) -> None:
+    engine = make_engine(settings)
+    lib_a, lib_b = engine.library_of("a"), engine.library_of("b")
+    buf_a = QueryBuffer(engine.store, lib_a.current_generation, agent="a")
+    buf_b = QueryBuffer(engine.store, lib_b.current_generation, agent="b")
+
+    def calls(agent: str, texts: list[str]) -> list[str]:
+        ids = []
+        for text in texts:
+            ctx = CallContext(messages=[Message(role="user", content=text)], agent=agent)
+            engine.before_call(ctx)
+            tid = engine.after_call(ctx, f"reply to {text}")
+            assert tid is not None
+            ids.append(tid)
+        assert engine.flush(30)
+        return ids
+
+    a_old = calls("a", ["a first", "a second"])
+    b_old = calls("b", ["b first", "b second", "b third"])
+    assert (buf_a.query_ids(), buf_b.query_ids()) == (a_old, b_old)
+    buf_b.mark_consumed(buf_b.take(1), step=1, backend="fake")
+    lib_a.add(_skill("cite-sources"))  # agent a's generation 0 -> 1
+    assert buf_a.generation() == 1 and buf_a.query_ids() == []
+    assert buf_a.sizes().support == 2
+    # b's generation did not move: its query data, and what it consumed, are as they were
+    assert buf_b.generation() == 0
+    assert buf_b.query_ids() == b_old[1:]
+    sizes = buf_b.sizes()
+    assert (sizes.query, sizes.consumed, sizes.support) == (2, 1, 0)
+    a_new = calls("a", ["a third"])
+    assert buf_a.query_ids() == a_new and a_new[0] not in buf_b.query_ids()
+    stored = engine.trajectories.get(a_new[0])
+    assert stored is not None and stored.generation == 1 and stored.agent == "a"

@@ -32,6 +32,24 @@ from metaclaw_core import (
 from metaclaw_langchain._messages import to_message, to_output
 
 FRAMEWORK = "langchain"
+AGENT_KEY = "metaclaw_agent"  # a run's agent, from its config (metadata or configurable)
+
+
+def inj_agent(inj: Injection | None) -> str | None:
+    """The agent an injection inside the run was chosen for (its skills are that agent's)."""
+    return None if inj is None else getattr(inj, "agent", None)
+
+
+def agent_from(config: Any, fixed: str | None) -> str | None:
+    """The agent of a call: the adapter's ``agent=``, else ``metaclaw_agent`` in the run's
+    metadata or configurable (LangGraph: per node), else None (the engine's agent)."""
+    if fixed is not None:
+        return fixed
+    for part in ("metadata", "configurable"):
+        value = ((config or {}).get(part) or {}).get(AGENT_KEY)
+        if value:
+            return str(value)
+    return None
 
 
 @dataclass
@@ -40,6 +58,7 @@ class _Run:
 
     started: float
     session_id: str | None = None
+    agent: str | None = None
     model: str | None = None
     transcript: list[Message] = field(default_factory=list)
     seen: set[tuple[Any, ...]] = field(default_factory=set)
@@ -69,6 +88,8 @@ class MetaClawCallbackHandler(BaseCallbackHandler):
         engine: the :class:`metaclaw_core.MetaClaw` to capture into.
         session_id: fixed session id; by default the run's ``thread_id`` (LangGraph) or
             ``session_id`` metadata, if any.
+        agent: the agent the runs are captured for; by default the run's ``metaclaw_agent``
+            metadata, else the engine's agent.
         max_open_runs: runs tracked at once; the oldest is dropped past this (runs that never end).
     """
 
@@ -76,10 +97,16 @@ class MetaClawCallbackHandler(BaseCallbackHandler):
     raise_error = False
 
     def __init__(
-        self, engine: MetaClaw, *, session_id: str | None = None, max_open_runs: int = 1000
+        self,
+        engine: MetaClaw,
+        *,
+        session_id: str | None = None,
+        agent: str | None = None,
+        max_open_runs: int = 1000,
     ) -> None:
         self.engine = engine
         self.session_id = session_id
+        self.agent = agent
         self.max_open_runs = max_open_runs
         self._runs: OrderedDict[UUID, _Run] = OrderedDict()
         self._root_of: OrderedDict[UUID, UUID] = OrderedDict()
@@ -98,6 +125,7 @@ class MetaClawCallbackHandler(BaseCallbackHandler):
                 self._runs[run_id] = _Run(
                     started=time.perf_counter(),
                     session_id=None if session is None else str(session),
+                    agent=agent_from({"metadata": meta}, self.agent),
                 )
                 if len(self._runs) > self.max_open_runs:
                     self._runs.popitem(last=False)
@@ -143,6 +171,7 @@ class MetaClawCallbackHandler(BaseCallbackHandler):
             model=run.model,
             messages=run.transcript[: run.output_at] if run.output is not None else run.transcript,
             metadata=metadata,
+            agent=inj_agent(inj) or run.agent,
             **({"call_id": inj.call_id} if inj is not None else {}),
         )
         self.engine.after_call(

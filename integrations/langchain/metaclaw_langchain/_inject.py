@@ -13,7 +13,7 @@ from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
 from langchain_core.runnables.config import ensure_config
 
 from metaclaw_core import CallContext, Injection, MetaClaw, ModelCall, ModelOutput, record_fault
-from metaclaw_langchain._callbacks import FRAMEWORK, MetaClawCallbackHandler
+from metaclaw_langchain._callbacks import FRAMEWORK, MetaClawCallbackHandler, agent_from
 from metaclaw_langchain._messages import (
     last_ai_message,
     to_message,
@@ -87,6 +87,8 @@ class MetaClawMiddleware(AgentMiddleware[Any, Any, Any]):
         engine: the :class:`metaclaw_core.MetaClaw` to use.
         capture: capture each model call (set False to only inject).
         session_id: fixed session id; by default the run's ``thread_id``.
+        agent: the agent the calls are for (its skills, its trajectories); by default the
+            run's ``metaclaw_agent`` metadata or configurable, else the engine's agent.
         on_capture: called with ``(trajectory_id, context)`` after each captured call, so the
             host can rate it later (``engine.feedback``); its errors are recorded, not raised.
     """
@@ -97,12 +99,14 @@ class MetaClawMiddleware(AgentMiddleware[Any, Any, Any]):
         *,
         capture: bool = True,
         session_id: str | None = None,
+        agent: str | None = None,
         on_capture: Callable[[str, CallContext], None] | None = None,
     ) -> None:
         super().__init__()
         self.engine = engine
         self.capture = capture
         self.session_id = session_id
+        self.agent = agent
         self.on_capture = on_capture
 
     def _context(self, request: ModelRequest[Any], config: RunnableConfig) -> CallContext:
@@ -112,6 +116,7 @@ class MetaClawMiddleware(AgentMiddleware[Any, Any, Any]):
             session_id=_session(config, self.session_id),
             model=_model_name(request.model),
             messages=to_messages([*system, *request.messages]),
+            agent=agent_from(config, self.agent),
         )
 
     def _inject(
@@ -197,13 +202,16 @@ def _rewrite(value: Any, messages: list[BaseMessage], inj: Injection) -> Any:
     return ChatPromptValue(messages=out) if isinstance(value, PromptValue) else out
 
 
-def skills_injector(engine: MetaClaw, *, session_id: str | None = None) -> Runnable[Any, Any]:
+def skills_injector(
+    engine: MetaClaw, *, session_id: str | None = None, agent: str | None = None
+) -> Runnable[Any, Any]:
     """A Runnable that puts the skills into a prompt: ``prompt | skills_injector(engine) | model``.
 
     Input: a prompt value, a list of messages (or anything ``convert_to_messages`` takes) or a
     string. Output: the same messages with the skills block at the end of the leading system
     message (one is added if there is none). Attach a :class:`MetaClawCallbackHandler` to the
-    call to capture it; the handler then records which skills were injected.
+    call to capture it; the handler then records which skills were injected. ``agent``: whose
+    skills (default: the run's ``metaclaw_agent`` metadata or configurable, else the engine's).
     """
 
     def context(value: Any, config: RunnableConfig) -> tuple[list[BaseMessage], CallContext]:
@@ -212,6 +220,7 @@ def skills_injector(engine: MetaClaw, *, session_id: str | None = None) -> Runna
             framework=FRAMEWORK,
             session_id=_session(config, session_id),
             messages=to_messages(messages),
+            agent=agent_from(config, agent),
         )
 
     def inject(value: Any, config: RunnableConfig) -> Any:

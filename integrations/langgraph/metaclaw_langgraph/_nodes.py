@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import inspect
 import threading
 from collections import OrderedDict
@@ -19,6 +20,7 @@ from metaclaw_langgraph._messages import last_ai_message, to_messages, to_output
 
 FRAMEWORK = "langgraph"
 SKILLS_MESSAGE_ID = "metaclaw-skills"
+AGENT_KEY = "metaclaw_agent"  # a run's (or node's) agent, in its config
 _REMEMBERED_INJECTIONS = 1024
 
 
@@ -49,6 +51,12 @@ class MetaClawGraph:
     model node saw and answered, stamped with the skills injected for it. The state's message
     channel (``messages_key``) must use the ``add_messages`` reducer.
 
+    Agents: ``agent=`` names the agent whose skills and trajectories these nodes use (default:
+    the engine's). A sub-agent of the graph learns for itself with its own view,
+    ``mc.for_agent("researcher").skills_node``, or through the run's config: ``metaclaw_agent``
+    in ``metadata`` or ``configurable`` (e.g. ``add_node(..., metadata={"metaclaw_agent": ...})``
+    or ``graph.invoke(..., {"metadata": {"metaclaw_agent": ...}})``).
+
     Any MetaClaw failure is logged and the graph goes on as if MetaClaw were absent.
     """
 
@@ -59,17 +67,34 @@ class MetaClawGraph:
         messages_key: str = "messages",
         message_id: str = SKILLS_MESSAGE_ID,
         session_id: str | None = None,
+        agent: str | None = None,
     ) -> None:
         self.engine = engine
         self.messages_key = messages_key
         self.message_id = message_id
         self.session_id = session_id
+        self.agent = agent
         # call_id -> Injection: a model node that loops (tools) without passing the skills
         # node again is still stamped with the skills it saw.
         self._injections: OrderedDict[str, Injection] = OrderedDict()
         self._lock = threading.Lock()
 
+    def for_agent(self, agent: str) -> MetaClawGraph:
+        """The same nodes for ``agent`` (a sub-agent of the graph that learns for itself)."""
+        view = copy.copy(self)
+        view.agent = agent
+        return view
+
     # -- helpers -------------------------------------------------------------------------
+    def _agent(self, config: RunnableConfig | None) -> str | None:
+        if self.agent is not None:
+            return self.agent
+        for part in ("metadata", "configurable"):
+            value = ((config or {}).get(part) or {}).get(AGENT_KEY)
+            if value:
+                return str(value)
+        return None
+
     def _session(self, config: RunnableConfig | None) -> str | None:
         if self.session_id is not None:
             return self.session_id
@@ -92,6 +117,7 @@ class MetaClawGraph:
             framework=FRAMEWORK,
             session_id=self._session(config),
             messages=to_messages(m for m in messages if m.id != self.message_id),
+            agent=self._agent(config),
         )
         return messages, ctx
 
@@ -155,6 +181,7 @@ class MetaClawGraph:
                 framework=FRAMEWORK,
                 session_id=self._session(config),
                 messages=to_messages(messages),
+                agent=self._agent(config) or (injection.agent if injection is not None else None),
                 **({"call_id": injection.call_id} if injection is not None else {}),
             )
             return ctx, injection

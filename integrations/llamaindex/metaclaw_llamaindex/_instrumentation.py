@@ -92,9 +92,10 @@ def to_message(m: ChatMessage) -> Message:
 class _Capture:
     """The state both handlers share: open spans, open queries and open LLM calls."""
 
-    def __init__(self, engine: MetaClaw, session_id: str | None) -> None:
+    def __init__(self, engine: MetaClaw, session_id: str | None, agent: str | None = None) -> None:
         self.engine = engine
         self.session_id = session_id
+        self.agent = agent
         self.parents: dict[str, str | None] = {}
         self.queries: dict[str, _Query] = {}
         self.calls: OrderedDict[str, _LLMCall] = OrderedDict()
@@ -192,6 +193,7 @@ class _Capture:
             session_id=call.session_id,
             model=call.model,
             messages=messages,
+            agent=self.agent,  # None: the agent the query's skills were chosen for, or the engine's
         )
         if query is not None and query.injection is not None:
             inj = query.injection
@@ -279,9 +281,10 @@ class MetaClawInstrumentation:
         *,
         session_id: str | None = None,
         dispatcher: Dispatcher | None = None,
+        agent: str | None = None,
     ) -> None:
         self.dispatcher = dispatcher or get_dispatcher()
-        self._capture = _Capture(engine, session_id)
+        self._capture = _Capture(engine, session_id, agent)
         self._events = _EventHandler()
         self._events.capture = self._capture
         self._spans = _SpanHandler()
@@ -304,13 +307,21 @@ class MetaClawInstrumentation:
 
 
 def instrument(
-    engine: MetaClaw, *, session_id: str | None = None, dispatcher: Dispatcher | None = None
+    engine: MetaClaw,
+    *,
+    session_id: str | None = None,
+    dispatcher: Dispatcher | None = None,
+    agent: str | None = None,
 ) -> MetaClawInstrumentation:
     """Capture every LlamaIndex LLM call (with the query it served) into ``engine``.
 
     Registers an event and a span handler on ``dispatcher`` (default: the root dispatcher, so
     everything LlamaIndex does is seen). The session of a trajectory is ``session_id``, else
     the ``session_id`` instrument tag (``with instrument_tags({"session_id": ...})``).
-    Call ``close()`` on the result (or use it as a context manager) to stop.
+    Call ``close()`` on the result (or use it as a context manager) to stop. ``agent``: the
+    agent the calls are captured for (default: the agent the query's skills were chosen for by
+    :class:`MetaClawSkillsPostprocessor`, else the engine's).
     """
-    return MetaClawInstrumentation(engine, session_id=session_id, dispatcher=dispatcher)
+    return MetaClawInstrumentation(
+        engine, session_id=session_id, dispatcher=dispatcher, agent=agent
+    )

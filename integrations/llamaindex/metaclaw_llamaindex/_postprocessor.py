@@ -43,11 +43,20 @@ class SkillsPostprocessor(BaseNodePostprocessor):
 
     _engine: Any = PrivateAttr()
     _session_id: str | None = PrivateAttr(default=None)
+    _agent: str | None = PrivateAttr(default=None)
 
-    def __init__(self, engine: MetaClaw, *, session_id: str | None = None, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        engine: MetaClaw,
+        *,
+        session_id: str | None = None,
+        agent: str | None = None,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(**kwargs)
         self._engine = engine
         self._session_id = session_id
+        self._agent = agent
 
     @classmethod
     def class_name(cls) -> str:
@@ -55,7 +64,10 @@ class SkillsPostprocessor(BaseNodePostprocessor):
 
     def _context(self, query_bundle: QueryBundle) -> CallContext:
         return CallContext(
-            framework=FRAMEWORK, task=query_bundle.query_str, session_id=self._session_id
+            framework=FRAMEWORK,
+            task=query_bundle.query_str,
+            session_id=self._session_id,
+            agent=self._agent,
         )
 
     def _with_skills(self, nodes: list[NodeWithScore], inj: Injection) -> list[NodeWithScore]:

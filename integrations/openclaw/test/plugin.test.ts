@@ -6,7 +6,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from "node:net";
 import { after, before, beforeEach, test } from "node:test";
 
-import plugin, { metaclawCommand, MetaClawClient, readConfig, recentUserMessages, registerMetaClaw, turnCapture } from "../index.ts";
+import plugin, { agentOf, metaclawCommand, MetaClawClient, readConfig, recentUserMessages, registerMetaClaw, turnCapture } from "../index.ts";
 
 type Seen = { method: string; url: string; headers: Record<string, unknown>; body: any };
 type Handler = (req: Seen) => { status?: number; body?: unknown; delayMs?: number };
@@ -91,7 +91,7 @@ test("the entry point names the plugin and registers idempotently", () => {
 });
 
 test("config defaults and limits", () => {
-  assert.deepEqual(readConfig(undefined), { enabled: true, serviceUrl: "http://127.0.0.1:30000", token: undefined, topK: 5, injectTimeoutMs: 1500, captureTimeoutMs: 3000, readyWaitMs: 3000 });
+  assert.deepEqual(readConfig(undefined), { enabled: true, serviceUrl: "http://127.0.0.1:30000", token: undefined, topK: 5, injectTimeoutMs: 1500, captureTimeoutMs: 3000, readyWaitMs: 3000, mainAgentId: "main" });
   assert.equal(readConfig({ serviceUrl: "http://h:1///" }).serviceUrl, "http://h:1");
 });
 
@@ -104,6 +104,8 @@ test("before_prompt_build injects the block and agent_end captures the turn with
   assert.deepEqual(result, { appendSystemContext: "<metaclaw-skills>\nX\n</metaclaw-skills>" });
   const inject = seen[0];
   assert.equal(inject.headers.authorization, "Bearer tok");
+  // OpenClaw's main agent is MetaClaw's default agent: no agent named
+  assert.equal(inject.headers["x-metaclaw-agent"], undefined);
   assert.deepEqual(
     { task: inject.body.task, session_id: inject.body.session_id, framework: inject.body.framework, top_k: inject.body.top_k, model: inject.body.model },
     { task: "[Mon 2026-11-30 02:55 UTC] What time is it in Tokyo?", session_id: "s-1", framework: "openclaw", top_k: 3, model: "scripted-model" },
@@ -112,6 +114,7 @@ test("before_prompt_build injects the block and agent_end captures the turn with
   await hook("agent_end")({ runId: "run-1", messages: TURN, success: true, durationMs: 1500 }, CTX);
   const capture = seen[1];
   assert.equal(capture.url, "/v1/trajectories");
+  assert.equal(capture.headers["x-metaclaw-agent"], undefined);
   assert.equal(capture.body.call_id, "call-abc");
   assert.equal(capture.body.session_id, "s-1");
   assert.equal(capture.body.success, true);
@@ -266,4 +269,25 @@ test("the recent user messages go with the task: the service extracts the query"
   await hook("before_prompt_build")({ prompt: resume, currentUserMessage: resume, messages: history }, CTX);
   assert.equal(seen[0].body.task, resume);
   assert.equal(seen[0].body.messages[0].content, "Rename the report to the P2 convention");
+});
+
+test("OpenClaw's agentId becomes a MetaClaw agent id; none names no agent", async () => {
+  assert.equal(agentOf({ agentId: "main" }), undefined); // OpenClaw's main agent: the default
+  assert.equal(agentOf({ agentId: "main" }, "boss"), "main");
+  assert.equal(agentOf({ agentId: "Boss" }, "boss"), undefined);
+  assert.equal(agentOf({ agentId: "Support Bot/EU" }), "support-bot-eu");
+  assert.equal(agentOf({ agentId: "__x" }), "x");
+  assert.equal(agentOf({ agentId: "a".repeat(80) })?.length, 64);
+  assert.equal(agentOf({}), undefined);
+  assert.equal(agentOf({ agentId: "***" }), undefined);
+  const { api, hook } = fakeApi({ serviceUrl: url });
+  registerMetaClaw(api);
+  respond = () => ({ body: { call_id: "c", text: "" } });
+  await hook("before_prompt_build")({ prompt: "hello", messages: [] }, { ...CTX, agentId: undefined });
+  assert.equal(seen[0].headers["x-metaclaw-agent"], undefined);
+  await hook("before_prompt_build")({ prompt: "hello", messages: [] }, { ...CTX, agentId: "Coder" });
+  assert.equal(seen[1].headers["x-metaclaw-agent"], "coder");
+  await hook("agent_end")({ runId: "run-1", messages: TURN, success: true }, { ...CTX, agentId: "Coder" });
+  assert.equal(seen[2].url, "/v1/trajectories");
+  assert.equal(seen[2].headers["x-metaclaw-agent"], "coder");
 });

@@ -5,6 +5,7 @@
 
 (() => {
   const TOKEN_KEY = "metaclaw.token";
+  const AGENT_KEY = "metaclaw.agent"; // the agent picked in this tab (none: the service's)
   const POLL_MS = 2000;
   const TRAINING_EVERY = 5; // polls between training refreshes when nothing else changed
   const TRAJECTORIES_SHOWN = 25;
@@ -18,6 +19,7 @@
     epoch: 0, // bumped by every restart, so a poll in flight from before does not reschedule
     generation: null,
     skills: [],
+    agents: null, // the picker's options as last loaded (JSON), to redraw only on change
   };
 
   class AuthError extends Error {}
@@ -89,6 +91,8 @@
     const headers = { Accept: "application/json" };
     const token = sessionStorage.getItem(TOKEN_KEY);
     if (token) headers.Authorization = "Bearer " + token;
+    const agent = sessionStorage.getItem(AGENT_KEY);
+    if (agent) headers["X-MetaClaw-Agent"] = agent;
     if (opts.body !== undefined) headers["Content-Type"] = "application/json";
     const response = await fetch(path, {
       method: opts.method || "GET",
@@ -99,6 +103,10 @@
     });
     if (response.status === 401) {
       throw new AuthError(token ? "the token was refused" : "this service needs its token");
+    }
+    if (response.status === 403 && agent) {
+      sessionStorage.removeItem(AGENT_KEY); // not this token's agent: back to its own
+      state.agents = null;
     }
     let data = null;
     try {
@@ -154,6 +162,8 @@
 
   function forgetToken() {
     sessionStorage.removeItem(TOKEN_KEY);
+    sessionStorage.removeItem(AGENT_KEY);
+    state.agents = null;
     state.fingerprint = null;
     showAuth("");
   }
@@ -180,6 +190,7 @@
       const summary = await api("/v1/dashboard/summary");
       showApp();
       renderSummary(summary);
+      if (state.agents === null || state.polls % TRAINING_EVERY === 0) await loadAgents();
       const fingerprint = JSON.stringify([
         summary.generation,
         summary.live_skills,
@@ -229,6 +240,29 @@
     } finally {
       button.disabled = false;
     }
+    refreshNow();
+  }
+
+  // -- the agent picker --------------------------------------------------------------------
+  async function loadAgents() {
+    const data = await api("/v1/dashboard/agents");
+    const key = JSON.stringify(data);
+    if (key === state.agents) return;
+    state.agents = key;
+    const select = $("agent-select");
+    select.replaceChildren(
+      ...data.agents.map((a) =>
+        el("option", { value: a.agent, text: `${a.agent} · generation ${a.generation} · ${a.live_skills} own, ${a.received} shared` }),
+      ),
+    );
+    select.value = data.agent;
+    $("agent-pick").hidden = data.agents.length < 2;
+  }
+
+  function pickAgent() {
+    const agent = $("agent-select").value;
+    sessionStorage.setItem(AGENT_KEY, agent);
+    state.agents = null;
     refreshNow();
   }
 
@@ -665,6 +699,7 @@
       if (event.key === "Enter") connect();
     });
     $("token-forget").addEventListener("click", forgetToken);
+    $("agent-select").addEventListener("change", pickAgent);
     if (document.body.dataset.auth === "required" && !sessionStorage.getItem(TOKEN_KEY)) {
       showAuth("");
       return;
