@@ -207,6 +207,8 @@ class MetaClaw:
         # it serves): replay validation answers with it by default. Anything with ``ready``
         # and ``complete(messages, params)`` (train.policy.PolicyServer).
         self.serving_policy: Any = None
+        # ...and per agent, the policy of each agent the slow loop trains a lane for.
+        self.serving_policies: dict[str, Any] = {}
         self.writer: CaptureWriter | None = None
         # Plugins with per-engine state (the built-in fast loop) start here, before the
         # writer can replay anything to them.

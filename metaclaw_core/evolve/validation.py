@@ -111,11 +111,15 @@ def endpoint_of(settings: Any) -> LLMEndpointSettings | None:
     return None
 
 
-def serving_policy(engine: MetaClaw) -> Any:
-    """The slow loop's trained policy when one serves with weights, else None."""
+def serving_policy(engine: MetaClaw, agent: str | None = None) -> Any:
+    """The trained policy that serves ``agent`` (the slow loop's lane for it, else the
+    engine's own agent's) when it has weights, else None."""
     if not engine.settings.validation.enabled:
         return None
-    policy = getattr(engine, "serving_policy", None)
+    policies = getattr(engine, "serving_policies", None) or {}
+    policy = policies.get(agent) if agent is not None else None
+    if policy is None:
+        policy = getattr(engine, "serving_policy", None)
     return policy if policy is not None and getattr(policy, "ready", False) else None
 
 
@@ -165,7 +169,9 @@ class ReplayValidator:
         self.settings = engine.settings
         self.endpoint = endpoint_of(self.settings)
         # The trained policy, when one serves and no endpoint was named: the agent's own model.
-        self.policy = None if self.settings.validation.base_url else serving_policy(engine)
+        self.policy = (
+            None if self.settings.validation.base_url else serving_policy(engine, self.agent)
+        )
         self._clients: dict[str, LLMClient] = {}
 
     # -- what to replay ------------------------------------------------------------------

@@ -186,6 +186,7 @@ class SlowLoop:
         own = next((lane for lane in self.lanes if lane.agent == engine.agent), first)
         if own.policy is not None:
             engine.serving_policy = own.policy
+        engine.serving_policies = {**engine.serving_policies, **self.policies}
         self.scheduler = OpportunisticScheduler(
             signals if signals is not None else build_signals(engine, self.settings), clock
         )
@@ -243,6 +244,10 @@ class SlowLoop:
                 if lane.policy is not None:
                     if self.engine.serving_policy is lane.policy:
                         self.engine.serving_policy = None
+                    if self.engine.serving_policies.get(lane.agent) is lane.policy:
+                        self.engine.serving_policies = {
+                            a: p for a, p in self.engine.serving_policies.items() if a != lane.agent
+                        }
                     lane.policy.close()
         if errors:
             raise errors[0]

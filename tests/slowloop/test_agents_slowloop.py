@@ -104,5 +104,13 @@ def test_one_lora_per_agent_trained_fairly_and_served_per_agent(
                 assert weights.startswith(f"agent-{agent}-sampler-"), weights
         finally:
             live.stop()
+        # replay validation of an agent's candidates answers with that agent's policy
+        from metaclaw_core.evolve.validation import serving_policy
+
+        assert engine.serving_policies == loop.policies
+        for agent in ("busy", "quiet"):
+            assert serving_policy(engine, agent) is loop.policies[agent]
+        assert serving_policy(engine, "untrained") is engine.serving_policy
     finally:
         loop.close()
+    assert engine.serving_policies == {} and engine.serving_policy is None
