@@ -156,10 +156,11 @@ def skills_import(
         ),
     ] = False,
     as_json: JsonOpt = False,
+    agent: AgentOpt = None,
 ) -> None:
     """Import <name>/SKILL.md folders: a verdict per file; exits 1 if any was held back."""
     with _Guard(), _engine(embedder=True) as engine:
-        report = engine.library.import_dir(
+        report = engine.library_of(agent).import_dir(
             directory, replace=replace, strict=strict, allow_flagged=allow_flagged
         )
         if as_json:

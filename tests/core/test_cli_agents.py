@@ -80,3 +80,17 @@ def test_agents_through_the_cli(home: Path) -> None:
     assert status["agents"]["default"] == {"live_skills": 0, "received": 1, "generation": 3}
     text = run("status").stdout
     assert "agents" in text and "support" in text and "coder" in text
+
+
+def test_skills_import_for_an_agent(home: Path, tmp_path: Path) -> None:
+    folder = tmp_path / "lib" / "iso-times"
+    folder.mkdir(parents=True)
+    (folder / "SKILL.md").write_text(
+        "---\nname: iso-times\ndescription: Use when writing a date or time.\n---\n"
+        "Write times as ISO 8601 with the UTC offset.\n",
+        encoding="utf-8",
+    )
+    r = run("skills", "import", str(tmp_path / "lib"), "--agent", "support")
+    assert r.exit_code == 0, r.output
+    assert names("skills", "list", "--agent", "support") == ["iso-times"]
+    assert names("skills", "list") == [] and names("skills", "list", "--agent", "coder") == []
