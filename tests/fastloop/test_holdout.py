@@ -56,6 +56,15 @@ def state(engine: MetaClaw) -> dict[str, Any]:
     return row
 
 
+def promote(engine: MetaClaw) -> None:
+    """Calls where the skill helps (reward 1 injected, -1 held out) until it is promoted."""
+    for _ in range(14):
+        one_call(engine, lambda a: 1.0 if a == INJECTED else -1.0)
+        if state(engine)["state"] != "holdout":
+            break
+    assert wait_for(lambda: state(engine)["state"] == "promoted")
+
+
 def test_arms_are_drawn_at_random_but_deterministic_for_a_seed_and_recorded(
     make_engine: Any, tmp_path: Path
 ) -> None:
@@ -106,11 +115,7 @@ def test_a_skill_that_helps_is_promoted_and_no_longer_held_out(
 ) -> None:
     engine = make_engine(holdout_settings(tmp_path / "h", calls=40))
     engine.add_skills(SKILL)
-    for _ in range(14):
-        one_call(engine, lambda a: 1.0 if a == INJECTED else -1.0)
-        if state(engine)["state"] != "holdout":
-            break
-    assert wait_for(lambda: state(engine)["state"] == "promoted")
+    promote(engine)
     row = state(engine)
     assert row["numbers"]["low"] > 0
     assert engine.library.history()[-1].reason.startswith(f"holdout: promote {NAME}")
@@ -135,6 +140,7 @@ def test_a_restart_in_the_middle_of_a_holdout_keeps_its_counts(
     after = [one_call(second, lambda a: 0.0)[1] for _ in range(3)]
     expected = [INJECTED if draw(7, NAME, i) < 0.5 else HELD_OUT for i in range(7)]
     assert before + after == expected  # the sequence continues where the store says
+    assert second.flush(20)  # the three rewards are stored (the writer is asynchronous)
     second.holdout.step()
     inj, held, eligible = second.holdout.arms(NAME)
     assert eligible == 7 and len(inj) + len(held) == 7
@@ -153,11 +159,7 @@ def test_a_promotion_measured_long_ago_is_checked_again(make_engine: Any, tmp_pa
     settings.holdout.recheck_after_generations = 2
     engine = make_engine(settings)
     engine.add_skills(SKILL)
-    for _ in range(14):
-        one_call(engine, lambda a: 1.0 if a == INJECTED else -1.0)
-        if state(engine)["state"] != "holdout":
-            break
-    assert wait_for(lambda: state(engine)["state"] == "promoted")
+    promote(engine)
     promoted_at = state(engine)["decided_generation"]
     for i in range(2):  # the library moves on
         engine.add_skills(
@@ -221,11 +223,7 @@ def test_a_promotion_whose_failures_others_have_since_fixed_is_checked_again(
     engine = make_engine(holdout_settings(tmp_path / "h", calls=40))
     failures = ["traj-berlin", "traj-tokyo"]
     engine.add_skills(SKILL.model_copy(update={"provenance": failures}))
-    for _ in range(14):
-        one_call(engine, lambda a: 1.0 if a == INJECTED else -1.0)
-        if state(engine)["state"] != "holdout":
-            break
-    assert wait_for(lambda: state(engine)["state"] == "promoted")
+    promote(engine)
     log = ReplayValidator(engine)
     # Another skill's replays fix one of the two failures: the evidence still stands.
     log._record("evo-1", [Replay("iso-everywhere", "failure", failures[0], "fixed")])

@@ -135,12 +135,16 @@ class FakeBackend:
         self.events.append("close")
 
 
-def capture_calls(engine: MetaClaw, texts: list[str], *, system: str = "Be brief.") -> list[str]:
-    """Run ``before_call``/``after_call`` for each text; return the trajectory ids."""
+def capture_calls(
+    engine: MetaClaw, texts: list[str], *, system: str = "Be brief.", agent: str | None = None
+) -> list[str]:
+    """Run ``before_call``/``after_call`` for each text (as ``agent``'s calls when given);
+    return the trajectory ids."""
     ids = []
     for text in texts:
         ctx = CallContext(
-            messages=[Message(role="system", content=system), Message(role="user", content=text)]
+            messages=[Message(role="system", content=system), Message(role="user", content=text)],
+            agent=agent,
         )
         engine.before_call(ctx)
         tid = engine.after_call(ctx, f"reply to {text}")

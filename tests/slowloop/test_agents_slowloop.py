@@ -7,12 +7,17 @@ from typing import Any
 
 import httpx
 
-from metaclaw_core import CallContext, Message, MetaClaw, hookimpl
+from metaclaw_core import MetaClaw, hookimpl
 from metaclaw_core.service import create_app
 from metaclaw_core.train.checkpoints import CheckpointLog
 from metaclaw_core.train.runtime import SlowLoop
 from tests.service.conftest import LiveServer
-from tests.slowloop.conftest import FakeBackend, answer_index_reward, train_settings
+from tests.slowloop.conftest import (
+    FakeBackend,
+    answer_index_reward,
+    capture_calls,
+    train_settings,
+)
 from tests.slowloop.test_scheduler import ManualSignal
 
 
@@ -32,21 +37,7 @@ class BackendPerLane:
 
 
 def calls(engine: MetaClaw, agent: str, texts: list[str]) -> list[str]:
-    ids = []
-    for text in texts:
-        ctx = CallContext(
-            messages=[
-                Message(role="system", content="Be brief."),
-                Message(role="user", content=text),
-            ],
-            agent=agent,
-        )
-        engine.before_call(ctx)
-        tid = engine.after_call(ctx, f"reply to {text}")
-        assert tid is not None
-        ids.append(tid)
-    assert engine.flush(30)
-    return ids
+    return capture_calls(engine, texts, agent=agent)
 
 
 def test_one_lora_per_agent_trained_fairly_and_served_per_agent(

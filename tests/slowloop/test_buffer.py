@@ -105,15 +105,7 @@ def test_one_agents_generation_change_leaves_another_agents_buffer_untouched(
     buf_b = QueryBuffer(engine.store, lib_b.current_generation, agent="b")
 
     def calls(agent: str, texts: list[str]) -> list[str]:
-        ids = []
-        for text in texts:
-            ctx = CallContext(messages=[Message(role="user", content=text)], agent=agent)
-            engine.before_call(ctx)
-            tid = engine.after_call(ctx, f"reply to {text}")
-            assert tid is not None
-            ids.append(tid)
-        assert engine.flush(30)
-        return ids
+        return capture_calls(engine, texts, agent=agent)
 
     a_old = calls("a", ["a first", "a second"])
     b_old = calls("b", ["b first", "b second", "b third"])
