@@ -278,9 +278,14 @@ def generations(state: State, agent: Agent) -> list[dict[str, Any]]:
 
 
 @router.get("/status", tags=["service"])
-def service_status(state: State) -> dict[str, Any]:
-    """Engine status (paths, counts, generation, health) and the service's own."""
+def service_status(state: State, request: Request) -> dict[str, Any]:
+    """Engine status (paths, counts, generation, health) and the service's own. Under a
+    token limited to some agents, the agents listed are only those."""
     proxy = state.settings.proxy
+    engine_status = state.engine.status()
+    allowed = getattr(request.state, STATE_ALLOWED, None)
+    if allowed is not None and isinstance(engine_status.get("agents"), dict):
+        engine_status["agents"] = {a: v for a, v in engine_status["agents"].items() if a in allowed}
     return {
         "service": {
             "version": __version__,
@@ -293,5 +298,5 @@ def service_status(state: State) -> dict[str, Any]:
                 "capture": proxy.capture,
             },
         },
-        "engine": state.engine.status(),
+        "engine": engine_status,
     }

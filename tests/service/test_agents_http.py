@@ -129,6 +129,10 @@ def test_a_token_scoped_to_one_agent_cannot_read_another(server: Any, upstream: 
     skills = _get(live, "/v1/skills", TOKEN_A).json()
     assert [s["name"] for s in skills["skills"]] == ["refund-policy"]
     assert _get(live, "/v1/skills", TOKEN_B).json()["skills"] == []
+    # the service status lists only the agents a scoped token covers; the admin's, all
+    listed = _get(live, "/v1/status", TOKEN_A).json()["engine"]["agents"]
+    assert set(listed) == {"a"}, listed
+    assert {"a", "default"} <= set(_get(live, "/v1/status", ADMIN).json()["engine"]["agents"])
     # the proxy: A's token cannot call the model as B
     client = openai.OpenAI(
         base_url=f"{live.url}/agents/b/v1", api_key=TOKEN_A, max_retries=0, timeout=30
