@@ -90,7 +90,8 @@ class MetaClawGraph:
         if self.agent is not None:
             return self.agent
         for part in ("metadata", "configurable"):
-            value = ((config or {}).get(part) or {}).get(AGENT_KEY)
+            section = (config or {}).get(part)
+            value = section.get(AGENT_KEY) if isinstance(section, dict) else None
             if value:
                 return str(value)
         return None
