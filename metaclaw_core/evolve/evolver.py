@@ -863,6 +863,7 @@ class SkillEvolver:
                 rejected=report.rejected,
                 model=report.model,
                 report=report.to_json(),
+                agent=self.agent,
             )
         except Exception as exc:  # the skills are in; only the bookkeeping failed
             self.engine.faults.record("evolution log", exc)

@@ -10,7 +10,8 @@ import json
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from metaclaw_core.store.db import Store
+from metaclaw_core.agents import DEFAULT_AGENT
+from metaclaw_core.store.db import Store, agent_filter
 
 if TYPE_CHECKING:  # imported where first used: importing the engine stays free of pyarrow
     import pyarrow as pa
@@ -37,6 +38,7 @@ def evolutions_schema() -> pa.Schema:
             pa.field("rejected", pa.list_(pa.string())),
             pa.field("model", pa.string()),
             pa.field("report_json", pa.string()),
+            pa.field("agent", pa.string()),  # whose failures (null before agents: default)
         ],
         metadata={"metaclaw_schema_version": "1"},
     )
@@ -70,6 +72,7 @@ class EvolutionLog:
         rejected: list[str],
         model: str | None,
         report: dict[str, Any],
+        agent: str = DEFAULT_AGENT,
     ) -> None:
         row = {
             "id": id,
@@ -84,6 +87,7 @@ class EvolutionLog:
             "rejected": rejected,
             "model": model,
             "report_json": json.dumps(report, default=str),
+            "agent": agent,
         }
         import pyarrow as pa
 
@@ -104,11 +108,15 @@ class EvolutionLog:
             keys.update(ks or [])
         return failures, keys
 
-    def recent(self, limit: int = 20) -> list[dict[str, Any]]:
+    def recent(self, limit: int = 20, *, agent: str | None = None) -> list[dict[str, Any]]:
+        """The newest evolutions (of ``agent`` only, when given), newest first."""
         table = self._table(create=False)
         if table is None:
             return []
-        data = table.search().limit(None).to_arrow()
+        query = table.search()
+        if agent is not None:
+            query = query.where(agent_filter(agent))
+        data = query.limit(None).to_arrow()
         if data.num_rows == 0:
             return []
         data = data.sort_by([("created_at", "descending")]).slice(0, limit)

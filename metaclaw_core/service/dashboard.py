@@ -216,9 +216,9 @@ def _trajectory_briefs(engine: MetaClaw, ids: list[str]) -> dict[str, dict[str, 
     return out
 
 
-def _evolutions(store: Store) -> list[dict[str, Any]]:
-    """The newest evolutions, newest first, without their full reports."""
-    rows = EvolutionLog(store).recent(EVOLUTIONS_READ)
+def _evolutions(store: Store, agent: str | None = None) -> list[dict[str, Any]]:
+    """The newest evolutions (``agent``'s), newest first, without their full reports."""
+    rows = EvolutionLog(store).recent(EVOLUTIONS_READ, agent=agent)
     out = []
     for r in rows:
         try:
@@ -310,7 +310,7 @@ def _skill_json(skill: Skill) -> dict[str, Any]:
 
 
 def _with_provenance(engine: MetaClaw, skills: list[Skill], agent: str) -> list[dict[str, Any]]:
-    evolutions = _evolutions(engine.store)
+    evolutions = _evolutions(engine.store, agent)
     reasons = {g.number: g.reason for g in engine.library_of(agent).history()}
     ids = list(dict.fromkeys(i for s in skills for i in s.provenance[:PROVENANCE_SHOWN]))
     briefs = _trajectory_briefs(engine, ids)

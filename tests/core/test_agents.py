@@ -188,3 +188,34 @@ def test_a_store_written_before_agents_opens_and_migrates(make_engine: Any, tmp_
     engine.feedback(tid, 0.5)
     assert engine.flush(10)
     assert engine.trajectories.count() == 4
+
+
+def test_evolutions_name_their_agent_and_old_rows_are_the_defaults(
+    make_engine: Any, tmp_path: Path
+) -> None:
+    import pyarrow as pa
+
+    from metaclaw_core.evolve.record import EVOLUTIONS, EvolutionLog, evolutions_schema
+    from metaclaw_core.models import utcnow
+
+    engine = make_engine(make_settings(tmp_path / "h"))
+    old_schema = pa.schema([f for f in evolutions_schema() if f.name != "agent"])
+    row = {
+        "id": "before-agents", "created_at": utcnow(), "mode": "evolve", "trigger": "manual",
+        "failure_ids": ["t0"], "correction_keys": [], "generation": 1, "live": ["x"],
+        "pending": [], "rejected": [], "model": "m", "report_json": "{}",
+    }  # fmt: skip
+    from metaclaw_core.store.db import Store
+
+    # a table written before agents (by another process: this one opens it afresh)
+    table = Store(engine.settings).table(EVOLUTIONS, old_schema)
+    table.add(pa.Table.from_pylist([row], schema=old_schema))
+
+    log = EvolutionLog(engine.store)
+    for i, agent in enumerate(["a", "b", "a"]):
+        fields = {k: v for k, v in row.items() if k not in ("id", "created_at", "report_json")}
+        log.append(id=f"evo-{i}", created_at=utcnow(), agent=agent, report={}, **fields)
+    assert [r["id"] for r in log.recent(agent="a")] == ["evo-2", "evo-0"]
+    assert [r["id"] for r in log.recent(agent="b")] == ["evo-1"]
+    assert [r["id"] for r in log.recent(agent=DEFAULT_AGENT)] == ["before-agents"]
+    assert len(log.recent()) == 4
