@@ -4,27 +4,11 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
-import pytest
-from typer.testing import CliRunner
+from tests.core import test_cli
 
-from metaclaw_core.cli import app
-
-runner = CliRunner()
-
-
-@pytest.fixture
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    h = tmp_path / "home"
-    monkeypatch.setenv("METACLAW_HOME", str(h))
-    monkeypatch.setenv("METACLAW_LOAD_ENTRYPOINTS", "false")
-    return h
-
-
-def run(*args: str) -> Any:
-    result = runner.invoke(app, list(args), catch_exceptions=False)
-    return result
+home = test_cli.home  # the CLI tests' fixture: a fresh METACLAW_HOME
+run = test_cli.run
 
 
 def names(*args: str) -> list[str]:
