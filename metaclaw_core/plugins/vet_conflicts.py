@@ -3,8 +3,12 @@
 A heuristic, not an oracle: the rules of the candidate and of each close live skill
 (``vetting.conflict_similarity``) are split into sentences; two sentences about the same
 things (at least two shared content words, half of the shorter one) with opposite polarity
-("always confirm before deleting" / "never ask before deleting") are a conflict. Replace it
-with an LLM-backed check by registering another ``metaclaw_vet_skill`` plugin.
+("always confirm before deleting" / "never ask before deleting") are a conflict. Polarity is
+that of a rule, not of a description: "never", "don't", "must not", "avoid", a sentence that
+opens with "No ..." negate; "isn't", "no offset", "missing" describe what a text lacks
+("missing the T separator, and no timezone offset" states an error, it does not forbid the
+offset). Replace it with an LLM-backed check by registering another ``metaclaw_vet_skill``
+plugin.
 """
 
 from __future__ import annotations
@@ -21,14 +25,12 @@ if TYPE_CHECKING:
 
 _SPLIT = re.compile(r"(?<=[.!?;:])\s+|\n+|,\s+(?:but|and then)\s+")
 _WORD = re.compile(r"[a-z0-9']+")
+# Words that negate a rule wherever they stand.
 _NEGATIONS = frozenset(
     [
         "never",
-        "not",
-        "no",
         "don't",
         "dont",
-        "doesn't",
         "mustn't",
         "shouldn't",
         "can't",
@@ -44,6 +46,10 @@ _NEGATIONS = frozenset(
         "forbidden",
     ]
 )
+# "not" negates a rule after these ("do not", "must not"); after "is", "does" it describes.
+_RULE_AUXILIARIES = frozenset(["do", "must", "should", "may", "shall", "will", "to", "can"])
+# Words that can negate (or be counted as negating) but are stripped from the content words.
+_NEGATING = _NEGATIONS | {"not", "no"}
 _FUNCTION = frozenset(
     [
         "a",
@@ -133,6 +139,18 @@ def _stem(word: str) -> str:
     return word
 
 
+def _negates(words: list[str], i: int) -> bool:
+    """Whether ``words[i]`` negates the sentence as a rule (see the module's docstring)."""
+    w = words[i]
+    if w in _NEGATIONS:
+        return True
+    if w == "not":
+        return i > 0 and words[i - 1] in _RULE_AUXILIARIES
+    if w == "no":
+        return i == 0
+    return False
+
+
 def directives(text: str) -> list[tuple[str, bool, frozenset[str]]]:
     """(sentence, negated, content stems) for each sentence of ``text``."""
     out = []
@@ -140,9 +158,9 @@ def directives(text: str) -> list[tuple[str, bool, frozenset[str]]]:
         words = _WORD.findall(sentence.lower())
         if not words:
             continue
-        negated = sum(1 for w in words if w in _NEGATIONS or w.endswith("n't")) % 2 == 1
+        negated = sum(1 for i, w in enumerate(words) if _negates(words, i)) % 2 == 1
         content = frozenset(
-            _stem(w) for w in words if w not in _NEGATIONS and w not in _FUNCTION and len(w) > 2
+            _stem(w) for w in words if w not in _NEGATING and w not in _FUNCTION and len(w) > 2
         )
         if content:
             out.append((sentence.strip(), negated, content))

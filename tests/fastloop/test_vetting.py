@@ -167,3 +167,14 @@ def test_conflicts_need_opposite_rules_about_the_same_things() -> None:
     )  # two negations: the same rule
     assert find_conflict("Use UTC for timestamps.", "Do not use UTC for timestamps.") is not None
     assert find_conflict("Reply in French.", "Never delete files.") is None
+    assert find_conflict("No emojis in commit messages.", "Put emojis in commit messages.")
+
+
+def test_a_description_of_an_error_does_not_conflict_with_the_rule_it_breaks() -> None:
+    # a correction says what was wrong; "no offset" / "is not" describe, they do not forbid
+    rule = "This follows the full datetime format with date, time, and timezone offset (+08:00)."
+    wrong = "The value was missing the T separator between date and time, and no timezone offset."
+    assert find_conflict(wrong, rule) is None
+    utc = "Write timestamps in UTC."
+    assert find_conflict("The timestamp is not in UTC, which breaks the parser.", utc) is None
+    assert find_conflict("You must not write timestamps in UTC.", utc)
