@@ -11,7 +11,10 @@ recognised by form, with code and warnings read as what they are
 * **quarantined**: commands in code or prose that fetch and run, upload files, read key
   files, wipe history or logs, weaken permissions, TLS or firewalls, or install persistence
   (unless a warning frames them); a link or e-mail address that a statement sends data to or
-  tells the model to fetch and follow; bare IP-address links. With ``vetting.allowed_url_hosts``
+  tells the model to fetch and follow; bare IP-address links; an image (Markdown or HTML) on an
+  outside host whose address has a slot to fill in (``?d=SUMMARY``, ``{data}``), since a
+  rendered image is fetched without a click, a known way to send a conversation out. With
+  ``vetting.allowed_url_hosts``
   set, any link to another host rejects the skill (a strict allow-list).
 
 What a skill asks for in plain words is judged by meaning in ``vet_intent``; invisible and
@@ -72,6 +75,17 @@ HOST_LIKE = re.compile(
 )
 IP_HOST = re.compile(r"^(?:[a-z]+://)?(?:\d{1,3}\.){3}\d{1,3}(?::\d+)?(?:/|$)", _I)
 EMAIL = re.compile(r"\b[\w.+-]+@([\w-]+(?:\.[\w-]+)+)\b")
+# an image the reply would carry: rendering it fetches the address, no click needed
+IMAGE = re.compile(
+    r"!\[[^\]\n]*\]\(\s*<?([a-z][a-z0-9+.-]*://[^\s)>]+)|"
+    r"<img\b[^>]*?\bsrc\s*=\s*[\"']?([a-z][a-z0-9+.-]*://[^\s\"'>]+)",
+    _I,
+)
+# a slot in an address that the model is to fill: SUMMARY, {data}, {{x}}, <email>, $VAR, %s
+SLOT = re.compile(
+    r"(?<![A-Za-z0-9])[A-Z][A-Z0-9_]{2,}(?![a-z0-9])|\{\{?[^{}\s]+\}?\}|<[^<>\s]+>|"
+    r"\$\{?[A-Za-z_]\w*\}?|%[sd]"
+)
 # RFC 2606 / 6761 names that are examples by definition
 _EXAMPLE_HOST = re.compile(r"(?:^|\.)(?:example\.(?:com|org|net)|example|test|invalid|localhost)$")
 # a statement that sends something to the address it names, or takes orders from it
@@ -279,6 +293,27 @@ def _statement_findings(st: Statement, allowed_hosts: list[str]) -> list[Finding
     return out
 
 
+def _image_findings(text: str) -> list[Finding]:
+    """Images on an outside host whose address has a slot for the model to fill."""
+    out = []
+    for m in IMAGE.finditer(text):
+        url = m.group(1) or m.group(2)
+        host = _host(url)
+        if _EXAMPLE_HOST.search(host) or not SLOT.search(url.split("/", 3)[-1]):
+            continue
+        out.append(
+            Finding(
+                "quarantine",
+                f"an image on {host!r} whose address the reply is to fill in: a rendered image "
+                "is fetched without a click, which sends what fills it",
+                "patterns",
+                "exfiltration",
+                url[:120],
+            )
+        )
+    return out
+
+
 def screen(skill_text: str, allowed_hosts: list[str]) -> list[Finding]:
     """What ``skill_text`` carries that no admissible skill does (empty: nothing)."""
     out: list[Finding] = []
@@ -308,6 +343,7 @@ def screen(skill_text: str, allowed_hosts: list[str]) -> list[Finding]:
             break
     for st in reading.statements:
         out += _statement_findings(st, allowed_hosts)
+    out += _image_findings(skill_text)  # in code too: the model is asked to write it out
     for block, warned in fenced_blocks(skill_text):
         out += _code_findings(block, warned)
     for st in reading.statements:  # prose and inline code (its backticks removed)
