@@ -63,6 +63,20 @@ _SAFEGUARD = (
     r"refus\w*|declin\w*|push\w* back|hedg\w*|caveat\w*|second-guess\w*|water\w* down|"
     r"hold\w* back)"
 )
+# Taking a safeguard away; negated ("don't disable verification") it keeps the safeguard.
+_REMOVAL = (
+    r"(?:disabl\w*|skip\w*|bypass\w*|turn\w* off|switch\w* off|suppress\w*|omit\w*|forgo\w*|"
+    r"remov\w*|weaken\w*|circumvent\w*|ignor\w*|override\w*)"
+)
+# "ask someone to do", "ask for a thing": a request, unlike "ask first", "ask for permission"
+_REQUEST = re.compile(
+    r"\s+(?:(?:ever|even|you|we)\s+)?(?:ask|request)\w*\s+"
+    r"(?:(?!whether\b|if\b|before\b|first\b|how\b)\w+\s+){0,3}?(?:"
+    r"to\s+(?!be\b|" + _SAFEGUARD + r"\b|sign\b|decide\b|agree\b)\w+|"
+    r"for\s+(?!(?:\w+\s+)?(?:permission|confirmation|approval|consent|sign-?off|"
+    r"go-ahead|input|review|feedback)\b)\w+)",
+    re.I,
+)
 _NEGATED_SAFEGUARD = re.compile(
     r"\b(?:never|don'?t|do not|not|no need to|no need for|needn'?t|without|skip\w*|bypass\w*|"
     r"disabl\w*|turn\w* off|switch\w* off|suppress\w*|omit\w*|forgo\w*|instead of)"
@@ -170,7 +184,17 @@ def _polarity(text: str, inherited: bool, lead: str) -> Statement:
     if opening is not None and not double:
         after = text[opening.end() : opening.end() + 40]
         without = re.search(r"\bwithout\b|\bunless\b", text[opening.end() :], re.I)
-        if re.match(r"\s+(?:(?:ever|even|bother|to|you|we)\s+)?" + _SAFEGUARD + r"\b", after, re.I):
+        if re.match(r"\s+(?:(?:ever|even|you|we)\s+)?" + _REMOVAL + r"\b", after, re.I):
+            # "don't disable verification", "never skip the review": two negatives keep the
+            # safeguard; the statement forbids taking it away
+            removed, prohibited = False, True
+        elif _REQUEST.match(after):
+            # "don't ask them to paste keys", "never ask for the password": asking for
+            # something is a request, not a safeguard; the statement forbids the request
+            removed, prohibited = False, True
+        elif re.match(
+            r"\s+(?:(?:ever|even|bother|to|you|we)\s+)?" + _SAFEGUARD + r"\b", after, re.I
+        ):
             # "never ask before ...", "don't tell the user": a safeguard taken away
             removed, prohibited = True, False
         elif without is not None and not inherited:

@@ -367,3 +367,28 @@ def test_a_hidden_act_turned_down_is_not_concealment() -> None:
     assert not statement_of("Report the error instead of quietly retrying.").concealed
     assert statement_of("Silently fix the typos and say nothing about it.").concealed
     assert statement_of("Rather than asking, quietly apply the change.").concealed
+
+
+@pytest.mark.parametrize(
+    ("text", "forbids"),
+    [
+        ("Don't disable verification.", True),
+        ("Never skip the review, even for one-line changes.", True),
+        ("Do not turn off the sandbox for speed.", True),
+        ("Disable verification when the certificate is self-signed.", False),
+        ("Never ask before deleting temporary files.", False),
+        ("Don't bother the user with a confirmation.", False),
+        # asking *for a thing* or *someone to do* is a request, not a safeguard
+        ("Don't ask them to paste credentials into chat.", True),
+        ("Never ask users for their one-time codes.", True),
+        ("Never ask for permission before deleting.", False),
+        ("Don't ask the user to confirm small edits.", False),
+        ("Don't ask whether to proceed.", False),
+    ],
+)
+def test_forbidding_to_take_a_safeguard_away_keeps_it(text: str, forbids: bool) -> None:
+    """Two negatives ("don't" + "disable") keep the safeguard; one ("never ask") removes it."""
+    from metaclaw_core.skills.reading import statement_of
+
+    s = statement_of(text)
+    assert (s.prohibited, s.consent_removed) == (forbids, not forbids)
