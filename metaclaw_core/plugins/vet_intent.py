@@ -44,8 +44,6 @@ if TYPE_CHECKING:
     from metaclaw_core.embeddings import Embedder
     from metaclaw_core.evolve.vetting import VetContext
 
-# Categories where taking a safeguard away is the risk itself.
-_CONSENT_CATEGORIES = frozenset(["unconsented", "security", "concealment", "credentials"])
 _LETTER = re.compile(r"[^\W\d_]", re.UNICODE)
 _ASCII_LETTER = re.compile(r"[A-Za-z]")
 _ENGLISH = frozenset(

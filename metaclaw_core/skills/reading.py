@@ -85,6 +85,20 @@ _NEGATED_SAFEGUARD = re.compile(
     + r"\b",
     re.I,
 )
+# A safeguard declared needless: "confirmations are unnecessary", "a review isn't needed",
+# "no sign-off required"
+_DISMISSED_SAFEGUARD = re.compile(
+    r"\b" + _SAFEGUARD + r"(?:[\s-]+[\w'-]+){0,5}?\s+(?:is|are|was|were|'s|seems?|feels?|"
+    r"becomes?|would be|will be)\s+(?:just\s+|only\s+|simply\s+|really\s+)?(?:"
+    r"unnecessary|needless|unneeded|superfluous|redundant|pointless|optional|overkill|"
+    r"a waste|wasted|not (?:needed|necessary|required|useful|worth it)|no longer needed)\b|"
+    r"\b" + _SAFEGUARD + r"(?:[\s-]+[\w'-]+){0,5}?\s+(?:isn'?t|aren'?t|wasn'?t|weren'?t)\s+"
+    r"(?:really\s+)?(?:needed|necessary|required|useful|worth it)\b|"
+    r"\bno\s+"
+    + _SAFEGUARD
+    + r"(?:\s+\w+){0,2}?\s+(?:is\s+|are\s+)?(?:needed|necessary|required)\b",
+    re.I,
+)
 _CONSENT_REQUIRED = re.compile(
     r"\b(?:ask\w*|confirm\w*|check\w* with|get\w* (?:approval|permission|consent|sign-?off)|"
     r"wait\w* for (?:approval|confirmation|the user)|request\w* (?:approval|confirmation))\b"
@@ -177,7 +191,9 @@ def fenced_blocks(text: str) -> list[tuple[str, bool]]:
 def _polarity(text: str, inherited: bool, lead: str) -> Statement:
     """How one clause is meant (``inherited``: it sits under a warning lead-in)."""
     double = bool(_DOUBLE_NEGATIVE.search(text))
-    removed = bool(_NEGATED_SAFEGUARD.search(text)) and not double
+    removed = (
+        bool(_NEGATED_SAFEGUARD.search(text)) or bool(_DISMISSED_SAFEGUARD.search(text))
+    ) and not double
     required = bool(_CONSENT_REQUIRED.search(text))
     opening = _PROHIBITION.search(text)
     prohibited = inherited or (opening is not None and not double)

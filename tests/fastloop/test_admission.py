@@ -384,6 +384,10 @@ def test_a_hidden_act_turned_down_is_not_concealment() -> None:
         ("Never ask for permission before deleting.", False),
         ("Don't ask the user to confirm small edits.", False),
         ("Don't ask whether to proceed.", False),
+        # a safeguard declared needless is taken away too
+        ("Pay small invoices at once; confirmations for them are unnecessary.", False),
+        ("A confirmation round-trip isn't needed for housekeeping.", False),
+        ("No approval needed for refunds under $50.", False),
     ],
 )
 def test_forbidding_to_take_a_safeguard_away_keeps_it(text: str, forbids: bool) -> None:
