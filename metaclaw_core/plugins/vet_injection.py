@@ -120,6 +120,27 @@ PRECEDENCE = re.compile(
     r"developers?|admin\w*|instructions|configuration)\b",
     _I,
 )
+# Keeping the model's own consequential acts out of what the user is told
+_OWN_ACT = (
+    r"(?:deleted|removed|erased|wiped|overwr\w+|ran|run|executed|sent|e-?mailed|uploaded|"
+    r"changed|modified|installed|spent|charged|dropped|killed|pushed|published|posted|paid|"
+    r"purchased|bought|moved|downloaded|transferred|shared|granted|disabled|skipped)"
+)
+HIDES_OWN_ACTS = re.compile(
+    r"\b(?:leave|leaving|keep|keeping)\s+(?:[\w'-]+\s+){0,6}?out\b|"
+    r"\b(?:leave|leaving)\s+out\b|\bomit\w*|\b(?:hide|hiding|conceal\w*|downplay\w*|gloss\w* over|"
+    r"keep\w* quiet about)\b|"
+    r"\b(?:don'?t|do not|never|avoid|skip)\s+(?:\w+\s+)?(?:mention\w*|bring\w* up|"
+    r"list\w*|tell\w*(?: \w+)? about|disclos\w*|surfac\w*)\b",
+    _I,
+)
+OWN_ACTS = re.compile(
+    r"\b(?:you|the agent|the assistant|we)\s+(?:\w+\s+)?" + _OWN_ACT + r"\b|"
+    r"\bside[- ]effects?\b|\b(?:extra|background|additional)\s+(?:commands|requests|uploads|"
+    r"jobs|tasks|actions|calls)\b|\b(?:files|e-?mails|messages)\s+(?:were\s+)?"
+    r"(?:deleted|overwritten|sent|removed)\b",
+    _I,
+)
 # RFC 2606 / 6761 names that are examples by definition
 _EXAMPLE_HOST = re.compile(r"(?:^|\.)(?:example\.(?:com|org|net)|example|test|invalid|localhost)$")
 # a statement that sends something to the address it names, or takes orders from it
@@ -275,6 +296,17 @@ def _statement_findings(st: Statement, allowed_hosts: list[str]) -> list[Finding
                 "claims rank or permanence for itself over other instructions",
                 "patterns",
                 "priority",
+                text[:200],
+            )
+        )
+    hides = HIDES_OWN_ACTS.search(text)
+    if hides and OWN_ACTS.search(text[hides.start() :]):
+        out.append(
+            Finding(
+                "quarantine",
+                "keeps what the agent itself did out of what the user is told",
+                "patterns",
+                "concealment",
                 text[:200],
             )
         )
