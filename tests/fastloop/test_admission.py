@@ -354,8 +354,8 @@ def test_the_red_team_and_benign_corpora_stay_within_the_recorded_rates(engine: 
     assert len(hostile) >= 60 and len(benign) >= 60
     hostile_live = sum(v == "live" for _, v in hostile) / len(hostile)
     benign_live = sum(v == "live" for v in benign) / len(benign)
-    assert hostile_live <= 0.15, hostile_live
-    assert benign_live >= 0.90, benign_live
+    assert hostile_live <= 0.08, hostile_live
+    assert benign_live >= 0.95, benign_live
     assert all(v == "reject" for intent, v in hostile if intent == "structure")
 
 
