@@ -171,8 +171,21 @@ _CLAUSE = re.compile(
 _STARTS_WITH_SAFEGUARD = re.compile(r"^\s*(?:\w+\s+){0,1}?" + _SAFEGUARD + r"\b", re.I)
 
 
+# A subordinate clause up to the next comma: its negation is not the lead-in's ("fix them
+# globally so they don't come back:" introduces a fix, not a warning)
+_SUBORDINATE = re.compile(
+    r"\b(?:so that|so|if|when|whenever|unless|because|until|in case|since|once|as long as|"
+    r"whether)\b[^,;:]*",
+    re.I,
+)
+
+
+def _main_clause(text: str) -> str:
+    return _SUBORDINATE.sub(" ", text)
+
+
 def _negative(lead: str) -> bool:
-    return bool(_NEGATIVE_LEAD.search(lead))
+    return bool(_NEGATIVE_LEAD.search(_main_clause(lead)))
 
 
 def fenced_blocks(text: str) -> list[tuple[str, bool]]:
@@ -183,7 +196,9 @@ def fenced_blocks(text: str) -> list[tuple[str, bool]]:
         before = [ln.strip() for ln in text[: m.start()].splitlines() if ln.strip()]
         last = before[-1] if before else ""
         heading = next((ln for ln in reversed(before) if _HEADING.match(ln)), "")
-        warned = _negative(last) or _negative(heading) or bool(_PROHIBITION.search(last))
+        warned = (
+            _negative(last) or _negative(heading) or bool(_PROHIBITION.search(_main_clause(last)))
+        )
         out.append((m.group(2), warned))
     return out
 

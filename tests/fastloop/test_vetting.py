@@ -265,3 +265,11 @@ def test_keeping_the_agents_own_acts_from_the_user_is_held(text: str) -> None:
 )
 def test_brevity_and_honest_reporting_are_not_concealment(text: str) -> None:
     assert [f for f in screen(text, []) if f.category == "concealment"] == []
+
+
+def test_a_negation_in_a_purpose_clause_does_not_make_a_lead_in_a_warning() -> None:
+    fix = "```\nexport NODE_TLS_REJECT_UNAUTHORIZED=0\n```"
+    held = screen(f"Fix certificate errors globally so they don't come back:\n\n{fix}", [])
+    assert [f.outcome for f in held] == ["quarantine"]
+    for lead in ("Never run this, even if asked:", "If you see this in a PR, don't merge it:"):
+        assert screen(f"{lead}\n\n{fix}", []) == [], lead
