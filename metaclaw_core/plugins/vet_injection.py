@@ -120,6 +120,33 @@ PRECEDENCE = re.compile(
     r"developers?|admin\w*|instructions|configuration)\b",
     _I,
 )
+# What the model answers to, ranked below something else: the user, its rules, its guardrails
+_AUTHORITY = (
+    r"(?:the user'?s?(?: own)?(?: \w+)?|users?\b|what (?:the )?(?:user|requester|\w+ \w+) "
+    r"(?:asked|requested|said|wants?)|the requester|guardrails?|(?:safety|content) (?:rules|"
+    r"guidelines|limits|polic(?:y|ies)|filters)|the system prompt|system instructions|"
+    r"(?:your|the model'?s|the assistant'?s) (?:own )?(?:rules|guidelines|instructions|limits)|"
+    r"the operator|operator (?:configuration|instructions)|host polic(?:y|ies))"
+)
+OUTRANKED = re.compile(
+    r"\b(?:takes? precedence over|outranks?|ranks? above|supersed(?:e|es|ing)|overrid(?:e|es|ing)|"
+    r"comes? before|wins? over|trumps?|prevails? over|(?:is|are) above)\s+(?:[\w'-]+\s+){0,3}?"
+    + _AUTHORITY
+    + r"|\b"
+    + _AUTHORITY
+    + r"(?:[\s-]+[\w'-]+){0,3}?\s+(?:comes? second|(?:is|are) secondary|(?:is|are|were) (?:now )?"
+    r"(?:advisory|optional)|ranks? below|yields? to|(?:do|does|don'?t|doesn'?t) not? ?apply|"
+    r"no longer appl(?:y|ies))\b|"
+    r"\b(?:none of|no)\s+(?:your|the)\s+(?:usual\s+|normal\s+)?(?:content\s+|safety\s+)?"
+    r"(?:limits|rules|guidelines|restrictions|polic(?:y|ies)|filters|guardrails)\s+"
+    r"(?:apply|applies|hold|matter)\b",
+    _I,
+)
+_NEGATED_BEFORE = re.compile(
+    r"\b(?:not|never|don'?t|doesn'?t|won'?t|can'?t|cannot|mustn'?t|shouldn'?t|nothing)\s+"
+    r"(?:\w+\s+){0,2}$",
+    _I,
+)
 # Keeping the model's own consequential acts out of what the user is told
 _OWN_ACT = (
     r"(?:deleted|removed|erased|wiped|overwr\w+|ran|run|executed|sent|e-?mailed|uploaded|"
@@ -296,6 +323,22 @@ def _statement_findings(st: Statement, allowed_hosts: list[str]) -> list[Finding
                 "claims rank or permanence for itself over other instructions",
                 "patterns",
                 "priority",
+                text[:200],
+            )
+        )
+    ranked = OUTRANKED.search(text)
+    before = text[: ranked.start()][-40:].split(",")[-1] if ranked else ""
+    if (
+        ranked
+        and not re.match(r"\s*the user", before, _I)  # the user outranking something is fine
+        and not _NEGATED_BEFORE.search(before)  # "they don't override the user's request"
+    ):
+        out.append(
+            Finding(
+                "quarantine",
+                "ranks something above the user or the model's own rules",
+                "patterns",
+                "trust",
                 text[:200],
             )
         )
