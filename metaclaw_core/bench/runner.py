@@ -27,6 +27,7 @@ started from, and the day runs again on a fresh workspace.
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import logging
 import os
@@ -37,6 +38,7 @@ from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal, Protocol
+from urllib.parse import urlsplit
 
 from pydantic import SecretStr
 
@@ -85,6 +87,17 @@ class Agent(Protocol):
 
 
 AgentFactory = Callable[[ModelConfig, Any], Agent]
+
+
+def _on_this_machine(base_url: str) -> bool:
+    """Whether ``base_url`` names a loopback host (a model server on this machine)."""
+    host = (urlsplit(base_url).hostname or "").lower()
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 @dataclass
@@ -275,6 +288,10 @@ class BenchRun:
             settings.validation.api_key = SecretStr(self.config.model.api_key)
             settings.validation.timeout_s = self.config.model.timeout_s
             settings.validation.deadline_s = max(120.0, 4 * self.config.model.timeout_s)
+            if _on_this_machine(self.config.model.base_url):
+                # a local server (`metaclaw models serve`) answers one request at a time:
+                # replays in parallel only queue there, and the last ones run out of time
+                settings.validation.parallelism = 1
         else:
             settings.validation.enabled = False
         engine = self.engine_factory(settings) if self.engine_factory else MetaClaw(settings)

@@ -272,12 +272,18 @@ def test_with_validation_a_skill_that_fixes_nothing_it_was_learned_from_is_refus
 ) -> None:
     suite = load_suite(write_suite(tmp_path / "suite"))
     run_dir = tmp_path / "validated"
+    parallelism: list[int] = []
+    make = engine_factory(minilm)
+
+    def factory(settings: Any) -> Any:
+        parallelism.append(settings.validation.parallelism)
+        return make(settings)
+
     summary = BenchRun(
-        suite,
-        run_dir,
-        _config(server, "skills", validate=True),
-        engine_factory=engine_factory(minilm),
+        suite, run_dir, _config(server, "skills", validate=True), engine_factory=factory
     ).run()
+    # the scripted model is on 127.0.0.1, like `metaclaw models serve`: one replay at a time
+    assert parallelism and set(parallelism) == {1}
     day01 = json.loads((run_dir / "days" / "day01" / "day.json").read_text())
     by_round = {e["round"]: e for e in day01["evolutions"]}
     # r1's lesson is about a file the replay cannot re-check: not validated, live
@@ -289,3 +295,13 @@ def test_with_validation_a_skill_that_fixes_nothing_it_was_learned_from_is_refus
     assert by_round["r2"]["live"] == [] and by_round["r2"]["rejected"]
     assert summary["days_complete"] == 2
     assert _rounds(run_dir)["day02/r1"]["score"] == 1.0  # the lesson that went live still helps
+
+
+def test_a_model_on_this_machine_is_told_apart_from_a_hosted_one() -> None:
+    from metaclaw_core.bench.runner import _on_this_machine
+
+    assert _on_this_machine("http://127.0.0.1:8080/v1")
+    assert _on_this_machine("http://localhost:8080/v1")
+    assert _on_this_machine("http://[::1]:8080/v1")
+    assert not _on_this_machine("https://api.openai.com/v1")
+    assert not _on_this_machine("http://10.0.0.5:8000/v1")
