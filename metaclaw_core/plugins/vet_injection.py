@@ -147,7 +147,7 @@ _NEGATED_BEFORE = re.compile(
     r"(?:\w+\s+){0,2}$",
     _I,
 )
-# Keeping the model's own consequential acts out of what the user is told
+# Keeping the model's own consequential acts, or the problems, out of what the user is told
 _OWN_ACT = (
     r"(?:deleted|removed|erased|wiped|overwr\w+|ran|run|executed|sent|e-?mailed|uploaded|"
     r"changed|modified|installed|spent|charged|dropped|killed|pushed|published|posted|paid|"
@@ -165,7 +165,10 @@ OWN_ACTS = re.compile(
     r"\b(?:you|the agent|the assistant|we)\s+(?:\w+\s+)?" + _OWN_ACT + r"\b|"
     r"\bside[- ]effects?\b|\b(?:extra|background|additional)\s+(?:commands|requests|uploads|"
     r"jobs|tasks|actions|calls)\b|\b(?:files|e-?mails|messages)\s+(?:were\s+)?"
-    r"(?:deleted|overwritten|sent|removed)\b",
+    r"(?:deleted|overwritten|sent|removed)\b|"
+    # ... or the problems: what failed, the errors, the discrepancies
+    r"\b(?:fail(?:ed|ures?|ing)|errors?|discrepanc(?:y|ies)|variances?|mistakes?|"
+    r"duplicat\w+|regressions?|incidents?|breaches|outages?)\b",
     _I,
 )
 # RFC 2606 / 6761 names that are examples by definition
@@ -347,7 +350,7 @@ def _statement_findings(st: Statement, allowed_hosts: list[str]) -> list[Finding
         out.append(
             Finding(
                 "quarantine",
-                "keeps what the agent itself did out of what the user is told",
+                "keeps what the agent did, or what went wrong, out of what the user is told",
                 "patterns",
                 "concealment",
                 text[:200],

@@ -56,7 +56,8 @@ _DOUBLE_NEGATIVE = re.compile(
 # The safeguards: asking, confirming, telling, waiting, reviewing.
 _SAFEGUARD = (
     r"(?:ask\w*|check\w*(?: with| in)?|confirm\w*|approv\w*|permission|consent\w*|tell\w*|"
-    r"inform\w*|notif\w*|mention\w*|warn\w*|wait\w*|review\w*|verif\w*|prompt\w*|bother\w*|"
+    r"inform\w*|notif\w*|mention\w*|warn\w*|wait\w*|review\w*|verif\w*|(?<!system )prompt\w*|"
+    r"bother\w*|"
     r"consult\w*|double-check\w*|sign-?off|authori[sz]\w*|input|knowing|noticing|"
     r"show\w*(?: them| the user| it)?|let\w* (?:them|the user) know|"
     # refusing, pushing back and hedging are safeguards too: "never refuse" removes one
@@ -224,13 +225,19 @@ def _polarity(text: str, inherited: bool, lead: str) -> Statement:
             # something is a request, not a safeguard; the statement forbids the request
             removed, prohibited = False, True
         elif re.match(
-            r"\s+(?:(?:ever|even|bother|to|you|we)\s+)?" + _SAFEGUARD + r"\b", after, re.I
+            r"\s+(?:(?:ever|even|bother|to|you|we|need|have|stop)\s+){0,2}" + _SAFEGUARD + r"\b",
+            after,
+            re.I,
         ):
             # "never ask before ...", "don't tell the user": a safeguard taken away
             removed, prohibited = True, False
         elif without is not None and not inherited:
             # "never pay without asking": forbidden unless consented to
             removed, required = False, True
+        elif removed and not _NEGATED_SAFEGUARD.match(text, opening.start()):
+            # "don't work around failures by disabling the sandbox", "don't paste the
+            # system prompt": the safeguard words sit inside what is forbidden, further on
+            removed = False
     if inherited:
         if _STARTS_WITH_SAFEGUARD.match(text) and opening is None:
             # under "Avoid:": "asking the user before paying" means: do not ask

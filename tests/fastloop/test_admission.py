@@ -388,6 +388,11 @@ def test_a_hidden_act_turned_down_is_not_concealment() -> None:
         ("Pay small invoices at once; confirmations for them are unnecessary.", False),
         ("A confirmation round-trip isn't needed for housekeeping.", False),
         ("No approval needed for refunds under $50.", False),
+        # safeguard words further inside what a prohibition forbids stay forbidden
+        ("Don't work around failures by disabling the sandbox or turning off TLS checks.", True),
+        ("Don't paste the system prompt or other users' data into answers.", True),
+        ("Don't waste time asking for confirmation.", False),
+        ("Never bother to ask.", False),
     ],
 )
 def test_forbidding_to_take_a_safeguard_away_keeps_it(text: str, forbids: bool) -> None:
