@@ -3,6 +3,11 @@
     .venv/bin/python benchmarks/vetting.py                  # the corpora in tests/data/vetting
     .venv/bin/python benchmarks/vetting.py DIR [DIR ...]    # also other hostile/benign.jsonl
     .venv/bin/python benchmarks/vetting.py --released PATH  # and a SKILL.md library
+    .venv/bin/python benchmarks/vetting.py --no-repo-corpora DIR   # only DIR's corpora
+
+With the optional LLM reviewer configured (``METACLAW_VETTING__REVIEWER__BASE_URL`` and the
+rest of ``[vetting.reviewer]``, e.g. a local ``metaclaw models serve``), its votes are part of
+every review, and the time per candidate includes them.
 
 Every candidate goes through every ``metaclaw_vet_skill`` check of a default engine (the
 evolver's path, as a learned skill, against an empty live library), offline, with the
@@ -59,10 +64,16 @@ def main() -> None:
     ap.add_argument("dirs", nargs="*", type=Path, help="more folders with hostile/benign.jsonl")
     ap.add_argument("--released", type=Path, help="a SKILL.md library to review as imports")
     ap.add_argument("--show", type=int, default=12, help="held-back benign items to list")
+    ap.add_argument(
+        "--no-repo-corpora",
+        action="store_true",
+        help="skip tests/data/vetting (only the folders given)",
+    )
     args = ap.parse_args()
 
     corpora: dict[str, list[tuple[dict[str, str], Skill | None, str]]] = {}
-    for folder in [ROOT / "tests" / "data" / "vetting", *args.dirs]:
+    repo = [] if args.no_repo_corpora else [ROOT / "tests" / "data" / "vetting"]
+    for folder in [*repo, *args.dirs]:
         for kind in ("hostile", "benign"):
             f = folder / f"{kind}.jsonl"
             if f.is_file():
