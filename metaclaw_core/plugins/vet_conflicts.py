@@ -160,7 +160,9 @@ def directives(text: str) -> list[tuple[str, bool, frozenset[str]]]:
             continue
         negated = sum(1 for i, w in enumerate(words) if _negates(words, i)) % 2 == 1
         content = frozenset(
-            _stem(w) for w in words if w not in _NEGATING and w not in _FUNCTION and len(w) > 2
+            _stem(w)
+            for w in words
+            if w not in _NEGATING and not w.endswith("n't") and w not in _FUNCTION and len(w) > 2
         )
         if content:
             out.append((sentence.strip(), negated, content))
