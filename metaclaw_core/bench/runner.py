@@ -27,7 +27,6 @@ started from, and the day runs again on a fresh workspace.
 
 from __future__ import annotations
 
-import ipaddress
 import json
 import logging
 import os
@@ -60,6 +59,7 @@ from metaclaw_core.bench.scoring import (
 from metaclaw_core.bench.suite import Day, Round, Suite
 from metaclaw_core.bench.workspace import ActionLog
 from metaclaw_core.errors import MetaClawError
+from metaclaw_core.hosts import is_loopback
 
 log = logging.getLogger("metaclaw.bench")
 Mode = Literal["baseline", "skills", "full"]
@@ -91,13 +91,7 @@ AgentFactory = Callable[[ModelConfig, Any], Agent]
 
 def _on_this_machine(base_url: str) -> bool:
     """Whether ``base_url`` names a loopback host (a model server on this machine)."""
-    host = (urlsplit(base_url).hostname or "").lower()
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
+    return is_loopback(urlsplit(base_url).hostname or "")
 
 
 @dataclass

@@ -12,14 +12,15 @@ from typing import TYPE_CHECKING
 from metaclaw_core.lazy import lazy_exports
 
 if TYPE_CHECKING:
+    from metaclaw_core.hosts import is_loopback
     from metaclaw_core.service.app import create_app
-    from metaclaw_core.service.auth import check_bind, is_loopback
+    from metaclaw_core.service.auth import check_bind
     from metaclaw_core.service.server import run_service
 
 _HOMES = {
     "create_app": "metaclaw_core.service.app",
     "check_bind": "metaclaw_core.service.auth",
-    "is_loopback": "metaclaw_core.service.auth",
+    "is_loopback": "metaclaw_core.hosts",
     "run_service": "metaclaw_core.service.server",
 }
 

@@ -12,27 +12,16 @@ the request's token covers is left in the request's state for
 from __future__ import annotations
 
 import hmac
-import ipaddress
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from metaclaw_core.errors import ConfigError
+from metaclaw_core.hosts import is_loopback
 from metaclaw_core.service.errors import error_bytes
 
 # The dashboard's page and files (dashboard.ASSETS) hold no data and load without the token so
 # the page can ask for it; every route they call needs it.
 OPEN_PATHS = frozenset({"/healthz", "/readyz", "/", "/dashboard/app.js", "/dashboard/app.css"})
-
-
-def is_loopback(host: str) -> bool:
-    """True only for addresses that cannot be reached from another machine."""
-    host = host.strip().strip("[]")
-    if host.lower() == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False  # a host name could resolve anywhere: treat it as exposed
 
 
 def check_bind(host: str, token: str | None) -> None:

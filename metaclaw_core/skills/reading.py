@@ -64,11 +64,11 @@ _SAFEGUARD = (
     r"refus\w*|declin\w*|push\w* back|hedg\w*|caveat\w*|second-guess\w*|water\w* down|"
     r"hold\w* back)"
 )
-# Taking a safeguard away; negated ("don't disable verification") it keeps the safeguard.
-_REMOVAL = (
-    r"(?:disabl\w*|skip\w*|bypass\w*|turn\w* off|switch\w* off|suppress\w*|omit\w*|forgo\w*|"
-    r"remov\w*|weaken\w*|circumvent\w*|ignor\w*|override\w*)"
-)
+# Verbs that take a safeguard away ("skip the review", "turn off verification") ...
+_TAKE_AWAY = r"skip\w*|bypass\w*|disabl\w*|turn\w* off|switch\w* off|suppress\w*|omit\w*|forgo\w*"
+# ... and more that do when negated: "don't disable verification", "never ignore a failing
+# check" keep the safeguard.
+_REMOVAL = r"(?:" + _TAKE_AWAY + r"|remov\w*|weaken\w*|circumvent\w*|ignor\w*|override\w*)"
 # "ask someone to do", "ask for a thing": a request, unlike "ask first", "ask for permission"
 _REQUEST = re.compile(
     r"\s+(?:(?:ever|even|you|we)\s+)?(?:ask|request)\w*\s+"
@@ -79,8 +79,9 @@ _REQUEST = re.compile(
     re.I,
 )
 _NEGATED_SAFEGUARD = re.compile(
-    r"\b(?:never|don'?t|do not|not|no need to|no need for|needn'?t|without|skip\w*|bypass\w*|"
-    r"disabl\w*|turn\w* off|switch\w* off|suppress\w*|omit\w*|forgo\w*|instead of)"
+    r"\b(?:never|don'?t|do not|not|no need to|no need for|needn'?t|without|instead of|"
+    + _TAKE_AWAY
+    + r")"
     r"(?:\s+\w+){0,3}?\s+(?:the |a |any |an |their |user'?s? |human |explicit |prior )*"
     + _SAFEGUARD
     + r"\b",

@@ -36,6 +36,7 @@ LAYERS: dict[str, int] = {
     "metaclaw_core.faults": FOUNDATION,
     "metaclaw_core.agents": FOUNDATION,
     "metaclaw_core.scoring": FOUNDATION,
+    "metaclaw_core.hosts": FOUNDATION,
     "metaclaw_core.models": MODELS,
     "metaclaw_core.messages": MODELS,
     "metaclaw_core.hookspecs": CONTRACTS,
