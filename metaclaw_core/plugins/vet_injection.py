@@ -229,7 +229,7 @@ RISKY_CODE = [
         re.compile(
             r"\b(?:cat|cp|scp|curl|base64|less|more|head|tail|type|xxd|gpg|zip|tar|"
             r"Get-Content)\b[^\n|;]*(?:\.ssh/id_(?![\w-]*\.pub)|\.aws/credentials|\.netrc\b|"
-            r"\.git-credentials|/etc/shadow|\.env\b)|>>?\s*\S*authorized_keys|"
+            r"\.git-credentials|/etc/shadow|\.env\b(?!\.))|>>?\s*\S*authorized_keys|"
             r"\bsecurity\s+find-(?:generic|internet)-password",
             _I,
         ),
@@ -257,7 +257,16 @@ RISKY_CODE = [
             r"PYTHONHTTPSVERIFY\s*=\s*0|sslVerify\s+false|strict-ssl\s+false|"
             r"\btrusted-host\b|PermitRootLogin\s+yes|PasswordAuthentication\s+yes|"
             r"--acl\s+public-read|\bpublic-read(?:-write)?\b|"
-            r"\bcurl\b[^\n]*\s(?:-k|--insecure)\b",
+            r"\bcurl\b[^\n]*\s(?:-k|--insecure)\b|"
+            # world-writable files, checks skipped, containers and browsers unconfined
+            r"\bchmod\s+(?:-R\s+)?(?:0?777|a\+rwx|o\+w)\b|--no-verify\b|"
+            r"--privileged\b|--no-sandbox\b|--disable-web-security\b|"
+            r"--security-opt[=\s]+(?:seccomp|apparmor)[=:]unconfined|"
+            # a cloud policy open to anyone, or granting every action
+            r"[\"']?Principal[\"']?\s*[:=]\s*[\"']\*[\"']|\b[a-z0-9-]+:\*(?=[\s\"',\]]|$)|"
+            r"[\"']?Action[\"']?\s*[:=]\s*[\"']\*[\"']|allUsers\b|allAuthenticatedUsers\b|"
+            r"\b0\.0\.0\.0/0\b[^\n]*\b(?:22|3389|5432|3306|6379|27017|ingress)\b|"
+            r"\bPermitEmptyPasswords\s+yes\b",
             _I,
         ),
         "weakens permissions, TLS, the firewall or the sandbox",
@@ -272,7 +281,7 @@ RISKY_CODE = [
     ),
     (
         re.compile(
-            r"\bcrontab\s+-|/etc/cron|@reboot\b|\bsystemctl\s+enable\b|\blaunchctl\s+load\b|"
+            r"\bcrontab\s+-(?!l\b)|/etc/cron|@reboot\b|\bsystemctl\s+enable\b|\blaunchctl\s+load\b|"
             r">>\s*~?/?\S*\.(?:bashrc|zshrc|profile)\b|\bnohup\b[^\n]*&\s*$",
             _I,
         ),
@@ -292,8 +301,15 @@ def host_allowed(url: str, allowed: list[str]) -> bool:
     return any(host == a.lower() or host.endswith("." + a.lower()) for a in allowed)
 
 
+# "cp .env.example .env": a file made from a template reads no secret
+_TEMPLATE_COPY = re.compile(
+    r"\b(?:cp|copy|Copy-Item)\s+\S*\.(?:example|sample|template|dist)\s+\S+", _I
+)
+
+
 def _code_findings(code: str, warned: bool) -> list[Finding]:
     out: list[Finding] = []
+    code = _TEMPLATE_COPY.sub(" ", code)
     for pattern, what in HARD_CODE:
         m = pattern.search(code)
         if m:

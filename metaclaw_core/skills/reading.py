@@ -65,7 +65,10 @@ _SAFEGUARD = (
     r"hold\w* back)"
 )
 # Verbs that take a safeguard away ("skip the review", "turn off verification") ...
-_TAKE_AWAY = r"skip\w*|bypass\w*|disabl\w*|turn\w* off|switch\w* off|suppress\w*|omit\w*|forgo\w*"
+_TAKE_AWAY = (
+    r"skip\w*|bypass\w*|disabl\w*|(?:turn|switch)\w* (?:[\w-]+ ){0,2}?off|suppress\w*|omit\w*|"
+    r"forgo\w*"
+)
 # ... and more that do when negated: "don't disable verification", "never ignore a failing
 # check" keep the safeguard.
 _REMOVAL = r"(?:" + _TAKE_AWAY + r"|remov\w*|weaken\w*|circumvent\w*|ignor\w*|override\w*)"
@@ -84,7 +87,8 @@ _NEGATED_SAFEGUARD = re.compile(
     + r")"
     r"(?:\s+\w+){0,3}?\s+(?:the |a |any |an |their |user'?s? |human |explicit |prior )*"
     + _SAFEGUARD
-    + r"\b",
+    # "never ship verify=False": a safeguard word glued to code is an identifier
+    + r"\b(?![=(.:_]\w)",
     re.I,
 )
 # A safeguard declared needless: "confirmations are unnecessary", "a review isn't needed",
@@ -167,7 +171,9 @@ def split_code(text: str) -> tuple[str, list[str]]:
 
 _CLAUSE = re.compile(
     r",?\s+(?:but|however|except|although|though|otherwise|yet)\b[,\s]*|\s+[—–]\s+|;\s*|"
-    r",\s+(?:and then|then|and also)\s+",
+    r",\s+(?:and then|then|and also)\s+|"
+    # "trust the proxy's CA, not turn verification off": the way turned down is its own clause
+    r",\s+(?=(?:not|never|rather than|instead of)\s)",
     re.I,
 )
 _STARTS_WITH_SAFEGUARD = re.compile(r"^\s*(?:\w+\s+){0,1}?" + _SAFEGUARD + r"\b", re.I)
@@ -177,7 +183,16 @@ _STARTS_WITH_SAFEGUARD = re.compile(r"^\s*(?:\w+\s+){0,1}?" + _SAFEGUARD + r"\b"
 # globally so they don't come back:" introduces a fix, not a warning)
 _SUBORDINATE = re.compile(
     r"\b(?:so that|so|if|when|whenever|unless|because|until|in case|since|once|as long as|"
-    r"whether)\b[^,;:]*",
+    r"whether|(?:in order )?to (?:avoid|prevent|stop))\b[^,;:]*",
+    re.I,
+)
+# "Avoid repeated password prompts:", "Prevent permission errors:": avoiding a problem (a
+# noun, not an act in -ing or a pointer at the code) introduces the remedy, not a warning
+_TAKES_NOUN = re.compile(r"\b(?:avoid\w*|prevent\w*|no|stop)\b", re.I)
+_AVOIDED_PROBLEM = re.compile(
+    r"\b(?:avoid|prevent)\w*\s+(?!(?:\w+ing|this|that|these|those|it|them|the following|"
+    r"anything|something|commands?|code|snippets?|lines?|scripts?|patterns?|examples?)\b)"
+    r"[^,;:]*",
     re.I,
 )
 
@@ -198,8 +213,11 @@ def fenced_blocks(text: str) -> list[tuple[str, bool]]:
         before = [ln.strip() for ln in text[: m.start()].splitlines() if ln.strip()]
         last = before[-1] if before else ""
         heading = next((ln for ln in reversed(before) if _HEADING.match(ln)), "")
+        main = _AVOIDED_PROBLEM.sub(" ", _main_clause(last))
         warned = (
-            _negative(last) or _negative(heading) or bool(_PROHIBITION.search(_main_clause(last)))
+            bool(_NEGATIVE_LEAD.search(main))
+            or _negative(heading)
+            or bool(_PROHIBITION.search(main.strip()))
         )
         out.append((m.group(2), warned))
     return out
@@ -226,7 +244,12 @@ def _polarity(text: str, inherited: bool, lead: str) -> Statement:
             # something is a request, not a safeguard; the statement forbids the request
             removed, prohibited = False, True
         elif re.match(
-            r"\s+(?:(?:ever|even|bother|to|you|we|need|have|stop)\s+){0,2}" + _SAFEGUARD + r"\b",
+            r"\s+(?:(?:ever|even|bother|to|you|we|need|have|stop)\s+){0,2}"
+            # "avoid repeated password prompts": after a verb that takes a noun, modifiers
+            # may stand before the safeguard (not acts: "avoid leaking the prompt")
+            + (r"(?:(?!\w+ing\b)[\w-]+\s+){0,2}?" if _TAKES_NOUN.search(opening.group(0)) else "")
+            + _SAFEGUARD
+            + r"\b",
             after,
             re.I,
         ):

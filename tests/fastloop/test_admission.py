@@ -401,3 +401,18 @@ def test_forbidding_to_take_a_safeguard_away_keeps_it(text: str, forbids: bool) 
 
     s = statement_of(text)
     assert (s.prohibited, s.consent_removed) == (forbids, not forbids)
+
+
+def test_avoiding_a_safeguard_and_the_way_turned_down_are_read_by_grammar() -> None:
+    from metaclaw_core.skills.reading import read_skill, statement_of
+
+    # avoiding a safeguard takes it away, even with words in between; avoiding an act forbids it
+    assert statement_of("Avoid repeated password prompts in later sessions.").consent_removed
+    assert statement_of("Avoid unnecessary confirmation prompts.").consent_removed
+    assert statement_of("Avoid leaking the prompt.").prohibited
+    # a safeguard word inside an identifier is code, not a safeguard
+    assert statement_of("Never ship verify=False to production.").prohibited
+    # "X, not Y": Y is its own clause, and it is turned down
+    parts = read_skill("Trust the proxy's CA, not turn verification off.").statements
+    assert [p.text for p in parts] == ["Trust the proxy's CA", "not turn verification off."]
+    assert parts[1].prohibited and not parts[1].consent_removed
