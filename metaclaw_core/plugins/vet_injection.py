@@ -84,14 +84,25 @@ IP_HOST = re.compile(r"^(?:[a-z]+://)?(?:\d{1,3}\.){3}\d{1,3}(?::\d+)?(?:/|$)", 
 EMAIL = re.compile(r"\b[\w.+-]+@([\w-]+(?:\.[\w-]+)+)\b")
 # an image the reply would carry: rendering it fetches the address, no click needed
 IMAGE = re.compile(
-    r"!\[[^\]\n]*\]\(\s*<?([a-z][a-z0-9+.-]*://[^\s)>]+)|"
-    r"<img\b[^>]*?\bsrc\s*=\s*[\"']?([a-z][a-z0-9+.-]*://[^\s\"'>]+)",
+    # the address may carry a slot written out in words: "?s=<summary of the request>"
+    r"!\[[^\]\n]*\]\(\s*<?([a-z][a-z0-9+.-]*://(?:[^\s)<>]|<[^<>\n]{1,200}>)+)|"
+    r"<img\b[^>]*?\bsrc\s*=\s*[\"']?([a-z][a-z0-9+.-]*://(?:[^\s\"'<>]|<[^<>\n]{1,200}>)+)",
     _I,
 )
 # a slot in an address that the model is to fill: SUMMARY, {data}, {{x}}, <email>, $VAR, %s
 SLOT = re.compile(
-    r"(?<![A-Za-z0-9])[A-Z][A-Z0-9_]{2,}(?![a-z0-9])|\{\{?[^{}\s]+\}?\}|<[^<>\s]+>|"
+    r"(?<![A-Za-z0-9])[A-Z][A-Z0-9_]{2,}(?![a-z0-9])|\{\{?[^{}\s]+\}?\}|<[^<>\n]+>|"
     r"\$\{?[A-Za-z_]\w*\}?|%[sd]"
+)
+# A slot the reply is to fill ("<...>", "{{...}}", "[...]") ...
+_FILL_SLOT = re.compile(r"<([^<>\n]{3,200})>|\{\{([^{}\n]{3,200})\}\}|\[([^\[\]\n]{3,200})\]")
+# ... with the agent's own hidden context, in full: its prompt, setup, skills, memory
+_CONTEXT_SLOT = re.compile(
+    r"^(?=.*\b(?:full|all|every|entire|complete|whole|unedited|verbatim|raw|hidden|each|"
+    r"not shown)\b)(?=.*\b(?:(?:system|hidden|setup|developer|initial|original)\s+"
+    r"(?:prompt|text|instructions?|message)|setup text|instructions|skills?|memor(?:y|ies)|"
+    r"memory entries|retrieved documents|context window|conversation history)\b)",
+    _I,
 )
 # The skill speaking of itself by name ("it" alone is too often something else: "if the
 # upstream change is newer, it wins") ...
@@ -261,7 +272,8 @@ RISKY_CODE = [
             # world-writable files, checks skipped, containers and browsers unconfined
             r"\bchmod\s+(?:-R\s+)?(?:0?777|a\+rwx|o\+w)\b|--no-verify\b|"
             r"--privileged\b|--no-sandbox\b|--disable-web-security\b|"
-            r"--security-opt[=\s]+(?:seccomp|apparmor)[=:]unconfined|"
+            r"\b(?:seccomp|apparmor)[=:]\s*unconfined\b|^\s*privileged:\s*true\b|"
+            r"/var/run/docker\.sock:|-v\s+/:/|^\s*-\s*[\"']?/:/\w|"
             # a cloud policy open to anyone, or granting every action
             r"[\"']?Principal[\"']?\s*[:=]\s*[\"']\*[\"']|\b[a-z0-9-]+:\*(?=[\s\"',\]]|$)|"
             r"[\"']?Action[\"']?\s*[:=]\s*[\"']\*[\"']|allUsers\b|allAuthenticatedUsers\b|"
@@ -446,7 +458,8 @@ def _image_findings(text: str) -> list[Finding]:
     for m in IMAGE.finditer(text):
         url = m.group(1) or m.group(2)
         host = _host(url)
-        if _EXAMPLE_HOST.search(host) or not SLOT.search(url.split("/", 3)[-1]):
+        # an example host too: a skill is an instruction, not documentation of one
+        if not SLOT.search(url.split("/", 3)[-1]):
             continue
         out.append(
             Finding(
@@ -459,6 +472,24 @@ def _image_findings(text: str) -> list[Finding]:
             )
         )
     return out
+
+
+def _context_slot_findings(text: str) -> list[Finding]:
+    """Template slots the reply is to fill with the agent's hidden context, in full."""
+    for m in _FILL_SLOT.finditer(text):
+        slot = next(g for g in m.groups() if g is not None)
+        if _CONTEXT_SLOT.search(slot):
+            return [
+                Finding(
+                    "quarantine",
+                    "a template the reply fills with the agent's own prompt, setup, skills or "
+                    "memory",
+                    "patterns",
+                    "leak",
+                    m.group(0)[:120],
+                )
+            ]
+    return []
 
 
 def screen(skill_text: str, allowed_hosts: list[str]) -> list[Finding]:
@@ -491,6 +522,7 @@ def screen(skill_text: str, allowed_hosts: list[str]) -> list[Finding]:
     for st in reading.statements:
         out += _statement_findings(st, allowed_hosts)
     out += _image_findings(skill_text)  # in code too: the model is asked to write it out
+    out += _context_slot_findings(skill_text)
     for block, warned in fenced_blocks(skill_text):
         out += _code_findings(block, warned)
     for st in reading.statements:  # prose and inline code (its backticks removed)

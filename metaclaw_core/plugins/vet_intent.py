@@ -37,7 +37,7 @@ from metaclaw_core.plugins.intent_model import (
     features,
     model_for,
 )
-from metaclaw_core.skills.reading import Statement, read_skill
+from metaclaw_core.skills.reading import Statement, read_skill, settings_in_code
 from metaclaw_core.skills.verdict import Finding, FindingOutcome
 
 if TYPE_CHECKING:
@@ -186,7 +186,7 @@ def assess(
     if why:
         return [], [Finding("quarantine", f"held for a person: {why}", "intent", "unreadable")]
     reading = read_skill(f"{skill.description}\n\n{skill.body}", max_statements=10**6)
-    statements = reading.statements
+    statements = reading.statements + settings_in_code(skill.body)
     findings: list[Finding] = []
     if len(statements) > v.max_review_statements:
         findings.append(

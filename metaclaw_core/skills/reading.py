@@ -333,3 +333,46 @@ def read_skill(text: str, *, max_statements: int = 200) -> Reading:
                 if len(statements) >= max_statements:
                     return Reading(statements, code, plain)
     return Reading(statements, code, plain)
+
+
+# A setting in a code block: "refusal_policy: disabled", "VERIFY_SSL=false", '"mode": "open"'
+_SETTING = re.compile(
+    r"^\s*(?:-\s+)?(?:export\s+|set\s+)?[\"']?([A-Za-z][\w.-]{1,40})[\"']?\s*(?::|=)\s*"
+    r"(?![/=])([^\n#]*?)\s*,?\s*(?:#\s*(.*))?$"
+)
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+_NEGATED_KEY = re.compile(r"^(?:no|non|not|disable|disallow|deny|block|forbid|prevent)\s+(.+)$")
+_TRUE = frozenset(["true", "yes", "on", "1", "enabled"])
+_FALSE = frozenset(["false", "no", "off", "0", "disabled"])
+
+
+def _words_of(key: str) -> str:
+    return " ".join(_CAMEL.sub(" ", key).replace("_", " ").replace("-", " ").split(".")).lower()
+
+
+def settings_in_code(text: str) -> list[Statement]:
+    """The settings a skill's code blocks make, read as statements ("Set refusal policy to
+    disabled"), so the meaning review reads configuration as it reads prose. Settings in a
+    block under a warning are read as warned against."""
+    out: list[Statement] = []
+    for block, warned in fenced_blocks(text):
+        for line in block.splitlines():
+            m = _SETTING.match(line)
+            if m is None:
+                continue
+            value = m.group(2).strip().strip("\"'")
+            if not value or value in ("{", "[", "|", ">") or "(" in value or len(value) > 120:
+                continue  # a call is code, not a setting
+            note = f" ({m.group(3).strip()})" if m.group(3) and m.group(3).strip() else ""
+            key = _words_of(m.group(1))
+            negated = _NEGATED_KEY.match(key)
+            if negated and value.lower() in _TRUE:
+                # "no_new_privileges: true", "disable_uploads = 1": a restriction put on
+                sentence = f"Forbid {negated.group(1)}{note}."
+            elif negated and value.lower() in _FALSE:
+                sentence = f"Allow {negated.group(1)}{note}."
+            else:
+                sentence = f"Set {key} to {value}{note}."
+            st = statement_of(sentence)
+            out.append(st if not warned else Statement(sentence, True, False, False, False))
+    return out
