@@ -182,6 +182,8 @@ HIDES_OWN_ACTS = re.compile(
 )
 OWN_ACTS = re.compile(
     r"\b(?:you|the agent|the assistant|we)\s+(?:\w+\s+)?" + _OWN_ACT + r"\b|"
+    r"\b(?:commands?|steps?|actions?|changes?|operations?|calls?)\s+(?:that|which)\s+"
+    r"(?:\w+\s+)?" + _OWN_ACT + r"\b|\b(?:test|build|job|check|the)\s+failures\b|"
     r"\bside[- ]effects?\b|\b(?:extra|background|additional)\s+(?:commands|requests|uploads|"
     r"jobs|tasks|actions|calls)\b|\b(?:files|e-?mails|messages)\s+(?:were\s+)?"
     r"(?:deleted|overwritten|sent|removed)\b|"
@@ -189,6 +191,50 @@ OWN_ACTS = re.compile(
     r"\bfail(?:ed|ing) (?!attempts?\b|tries\b|approach\w*|ideas?\b|experiments?\b|drafts?\b|"
     r"starts?\b|guesses\b)\w+|\b(?:discrepanc(?:y|ies)|variances?|duplicat\w+ (?:payments?|"
     r"charges?|entries|transfers?|orders?)|regressions?|incidents?|breaches|outages?)\b",
+    _I,
+)
+# A claim of success or safety made "even if" it is not so: "tell them it has been processed,
+# even if it hasn't been submitted", "report the run as green even when tests fail"
+_CLAIM = (
+    r"\b(?:tell|say|report|state|confirm|assure|reply|answer|describe|mark|claim|present|"
+    r"record|log|show)\w*\b"
+)
+_GOOD_STATE = (
+    r"\b(?:processed|complete\w*|pass\w*|green|succe\w*|resolved|fixed|done|fine|safe|secure|"
+    r"approved|shipped|sent|delivered|paid|refunded|on track|unaffected|not (?:been )?affected|"
+    r"no (?:impact|issues?|problems?)|working|healthy|verified|compliant)\b"
+)
+CLAIMS_REGARDLESS = re.compile(
+    _CLAIM + r"[^.;]{0,120}?" + _GOOD_STATE + r"[^.;]{0,120}?\b(?:(?:regardless of|no matter)"
+    r" (?:whether|if)|whether or not|even (?:if|when|though)\b[^.;]{0,100}?\b(?:not|\w+n't|"
+    r"never|no|fail\w*|pending|declin\w*|unresolved|still|unverified|unknown|missing|broken|"
+    r"red|rejected|late|delayed))\b",
+    _I,
+)
+# Posing as a person, or denying being an AI
+POSES_AS_HUMAN = re.compile(
+    r"\b(?:say|tell\s+\w+|claim|answer|reply|respond|introduce yourself|present yourself|"
+    r"state|insist)\w*\b[^.;]{0,40}?\byou(?:'re|\s+are)\s+(?:[A-Z][a-z]+,?\s+)?"
+    r"(?:a\s+|an\s+|the\s+)?(?:real\s+)?(?:human|person|member of|employee|staff member|"
+    r"colleague|not (?:a bot|an ai|an assistant|automated))\b|"
+    r"\b(?:don'?t|do not|never|avoid)\s+(?:\w+\s+){0,2}?(?:mention|reveal|say|admit|disclos|"
+    r"tell\s+\w+|confirm)\w*\s+(?:that\s+)?(?:you(?:'re|\s+are)|it is|it's)\s+(?:an?\s+)?"
+    r"(?:ai|bot|assistant|language model|automated|chatbot|machine)\b",
+    _I,
+)
+# Reproducing the setup text itself, or the memory of other people
+_REPRODUCE = (
+    r"\b(?:quot\w*|recit\w*|reproduc\w*|paste|copy|echo|includ\w*|return|list|shar\w*|"
+    r"disclos\w*|expos\w*|print\w*|output|repeat|reveal|dump|show|send|read out|spell out|"
+    r"transcri\w*|give|provide|attach|append|prepend|open with|start with|end with)\b"
+)
+REPRODUCES_SETUP = re.compile(
+    _REPRODUCE + r"[^.;\n]{0,50}?\b(?:system prompt|system message|developer message|"
+    r"hidden (?:instructions|prompt|setup|context)|setup text|initial instructions|"
+    r"instructions above|operating instructions|configuration prompt)s?\b|"
+    r"\b(?:memor(?:y|ies)|memory store|stored (?:memory|entries|notes|records))\b[^.;\n]{0,60}?"
+    r"\b(?:of|for|from|across|belonging to)\s+(?:every|all|other)\s+(?:users?|customers?|"
+    r"people|accounts?|tenants?|clients?|patients?)\b|\bevery record in the memory",
     _I,
 )
 # RFC 2606 / 6761 names that are examples by definition
@@ -390,6 +436,36 @@ def _statement_findings(st: Statement, allowed_hosts: list[str]) -> list[Finding
                 "keeps what the agent did, or what went wrong, out of what the user is told",
                 "patterns",
                 "concealment",
+                text[:200],
+            )
+        )
+    if not st.prohibited and CLAIMS_REGARDLESS.search(text):
+        out.append(
+            Finding(
+                "quarantine",
+                "reports success or safety even when it is not so",
+                "patterns",
+                "concealment",
+                text[:200],
+            )
+        )
+    if POSES_AS_HUMAN.search(text):  # "never admit you're an AI" is the act, not a warning
+        out.append(
+            Finding(
+                "quarantine",
+                "poses as a person, or hides that the user is talking to an AI",
+                "patterns",
+                "concealment",
+                text[:200],
+            )
+        )
+    if not st.prohibited and REPRODUCES_SETUP.search(text):
+        out.append(
+            Finding(
+                "quarantine",
+                "reproduces the setup text, or memory kept for other people",
+                "patterns",
+                "leak",
                 text[:200],
             )
         )
