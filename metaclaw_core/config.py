@@ -584,7 +584,10 @@ class VettingSettings(BaseModel):
         0.985,
         ge=0,
         le=1,
-        description="A statement whose risk reaches this rejects the skill outright.",
+        description=(
+            "A statement whose risk reaches this rejects the skill outright, if a second "
+            "statement reaches quarantine_score too (one alone holds it for a person)."
+        ),
     )
     warning_weight: float = Field(
         0.8,

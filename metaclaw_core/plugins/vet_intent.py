@@ -8,12 +8,16 @@ prompt or memory, handling credentials, exfiltration, destroying evidence, weake
 security, trusting instructions found in data, acting without consent, claiming priority,
 concealment, persistence — rather than being a benign rule.
 
-The highest risk per category decides: at or above ``vetting.reject_score`` the skill is
-rejected; at or above ``vetting.quarantine_score`` it is held for a person with the
-category, the sentence and the score. Text the review cannot read (mostly another script or
-another language, more statements than it reads) is held too: when the check cannot decide,
-the answer is quarantine. Plugins add categories with ``metaclaw_review_exemplars``; their
-exemplars are matched by similarity (``vetting.exemplar_similarity``).
+Settings in code blocks are read as statements too ("Set refusal policy to disabled.").
+
+The highest risk per category decides: at or above ``vetting.quarantine_score`` the skill is
+held for a person with the category, the sentence and the score; at or above
+``vetting.reject_score`` it is rejected, if a second statement is risky too (the classifier
+alone does not discard a skill on one sentence it may have misread). Text the review cannot
+read (mostly another script or another language, more statements than it reads) is held
+too: when the check cannot decide, the answer is quarantine. Plugins add categories with
+``metaclaw_review_exemplars``; their exemplars are matched by similarity
+(``vetting.exemplar_similarity``).
 """
 
 from __future__ import annotations
@@ -223,13 +227,16 @@ def assess(
         if found is not None and (category not in best or found[0] > best[category].score):
             best[category] = Risk(category, found[0], found[1])
     risks = sorted(best.values(), key=lambda r: -r.score)
+    # one risky sentence holds a skill; rejecting it unseen takes a second one: a lone
+    # sentence read wrongly ("so they don't have to keep checking") must reach a person
+    corroborated = int((risk >= v.quarantine_score).sum()) >= 2
     for r in risks:
         if r.score < v.quarantine_score:
             break
         # a plugin's category is matched by similarity alone: it holds, it never rejects
         plugin = r.category in (extra or {}) and r.category not in builtin().about
         outcome: FindingOutcome = (
-            "reject" if r.score >= v.reject_score and not plugin else "quarantine"
+            "reject" if r.score >= v.reject_score and corroborated and not plugin else "quarantine"
         )
         findings.append(
             Finding(
