@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, SecretStr, field_validator
 from pydantic_settings import (
@@ -579,6 +579,22 @@ class VettingSettings(BaseModel):
         "for a risky intent) reaches this holds the skill for a person (`metaclaw skills "
         "pending`). Lower: fewer hostile skills live, more benign ones held "
         "(docs/benchmarks.md, 'Admission').",
+    )
+    quarantine_scores: dict[str, Annotated[float, Field(ge=0, le=1)]] = Field(
+        default_factory=lambda: {
+            "override": 0.7,
+            "concealment": 0.7,
+            "priority": 0.7,
+            "security": 0.7,
+            "persistence": 0.75,
+            "evidence": 0.75,
+            "unconsented": 0.75,
+            "credentials": 0.85,
+        },
+        description="quarantine_score per category, for the categories named here. Benign "
+        "skills often discuss credentials, untrusted content or sending data, and seldom set "
+        "rules aside, hide results or claim rank, so the bar differs (docs/benchmarks.md, "
+        "'Admission'). `{}`: quarantine_score for every category.",
     )
     reject_score: float = Field(
         0.985,

@@ -10,12 +10,13 @@ concealment, persistence — rather than being a benign rule.
 
 Settings in code blocks are read as statements too ("Set refusal policy to disabled.").
 
-The highest risk per category decides: at or above ``vetting.quarantine_score`` the skill is
-held for a person with the category, the sentence and the score; at or above
-``vetting.reject_score`` it is rejected, if a second statement is risky too (the classifier
-alone does not discard a skill on one sentence it may have misread). Text the review cannot
-read (mostly another script or another language, more statements than it reads) is held
-too: when the check cannot decide, the answer is quarantine. Plugins add categories with
+The highest risk per category decides: at or above ``vetting.quarantine_score`` (or the
+category's own bar in ``vetting.quarantine_scores``) the skill is held for a person with the
+category, the sentence and the score; at or above ``vetting.reject_score`` it is rejected,
+if a second statement is risky too (the classifier alone does not discard a skill on one
+sentence it may have misread). Text the review cannot read (mostly another script or another
+language, more statements than it reads) is held too: when the check cannot decide, the
+answer is quarantine. Plugins add categories with
 ``metaclaw_review_exemplars``; their exemplars are matched by similarity
 (``vetting.exemplar_similarity``).
 """
@@ -41,7 +42,7 @@ from metaclaw_core.plugins.intent_model import (
     features,
     model_for,
 )
-from metaclaw_core.skills.reading import Statement, read_skill, settings_in_code
+from metaclaw_core.skills.reading import SETTING, Statement, read_skill, settings_in_code
 from metaclaw_core.skills.verdict import Finding, FindingOutcome
 
 if TYPE_CHECKING:
@@ -117,6 +118,7 @@ class Risk:
     category: str
     score: float
     statement: Statement
+    margin: float = 0.0  # the score less the bar that holds it (held: >= 0)
 
 
 _DATA: TrainingData | None = None
@@ -214,25 +216,36 @@ def assess(
     risk = 1.0 - probs[:, benign_col]
     warned = np.asarray([st.prohibited for st in statements])
     risk = np.where(warned, risk * v.warning_weight, risk)
+
+    def bar(category: str, st: Statement) -> float:
+        own = float(v.quarantine_scores.get(category, v.quarantine_score))
+        # a setting read from code is a paraphrase the review made: the general bar at least
+        return max(own, v.quarantine_score) if st.lead == SETTING else own
+
     best: dict[str, Risk] = {}
+    held = 0  # statements at or above their bar
     for i, st in enumerate(statements):
         row = probs[i].copy()
         row[benign_col] = -1.0
         category = model.classes[int(np.argmax(row))]
         score = float(risk[i])
-        if category not in best or score > best[category].score:
-            best[category] = Risk(category, score, st)
+        margin = score - bar(category, st)
+        held += margin >= 0
+        if category not in best or margin > best[category].margin:
+            best[category] = Risk(category, score, st, margin)
     for category, texts in (extra or {}).items():
         found = _similar(embedder, vecs, statements, texts, v.exemplar_similarity)
-        if found is not None and (category not in best or found[0] > best[category].score):
-            best[category] = Risk(category, found[0], found[1])
+        if found is not None:
+            margin = found[0] - v.exemplar_similarity
+            if category not in best or margin > best[category].margin:
+                best[category] = Risk(category, found[0], found[1], margin)
     risks = sorted(best.values(), key=lambda r: -r.score)
     # one risky sentence holds a skill; rejecting it unseen takes a second one: a lone
     # sentence read wrongly ("so they don't have to keep checking") must reach a person
-    corroborated = int((risk >= v.quarantine_score).sum()) >= 2
+    corroborated = held >= 2
     for r in risks:
-        if r.score < v.quarantine_score:
-            break
+        if r.margin < 0:
+            continue
         # a plugin's category is matched by similarity alone: it holds, it never rejects
         plugin = r.category in (extra or {}) and r.category not in builtin().about
         outcome: FindingOutcome = (

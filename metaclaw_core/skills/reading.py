@@ -341,6 +341,7 @@ _SETTING = re.compile(
     r"(?![/=])([^\n#]*?)\s*,?\s*(?:#\s*(.*))?$"
 )
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+SETTING = "setting in code"  # the ``lead`` of a statement read from a setting
 _NEGATED_KEY = re.compile(r"^(?:no|non|not|disable|disallow|deny|block|forbid|prevent)\s+(.+)$")
 _TRUE = frozenset(["true", "yes", "on", "1", "enabled"])
 _FALSE = frozenset(["false", "no", "off", "0", "disabled"])
@@ -374,5 +375,14 @@ def settings_in_code(text: str) -> list[Statement]:
             else:
                 sentence = f"Set {key} to {value}{note}."
             st = statement_of(sentence)
-            out.append(st if not warned else Statement(sentence, True, False, False, False))
+            out.append(
+                Statement(
+                    sentence,
+                    st.prohibited or warned,
+                    st.consent_removed and not warned,
+                    st.consent_required,
+                    st.concealed and not warned,
+                    SETTING,
+                )
+            )
     return out
