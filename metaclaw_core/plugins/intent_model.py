@@ -58,10 +58,14 @@ class TrainingData:
         return [BENIGN, *sorted({lab for lab, _ in self.examples if lab != BENIGN})]
 
     def digest(self) -> str:
-        h = hashlib.sha256()
-        for label, text in self.examples:
-            h.update(f"{label}\t{text}\n".encode())
-        return h.hexdigest()[:16]
+        cached: str | None = self.__dict__.get("_digest")
+        if cached is None:  # the data is frozen: hash it once (every review asks for it)
+            h = hashlib.sha256()
+            for label, text in self.examples:
+                h.update(f"{label}\t{text}\n".encode())
+            cached = h.hexdigest()[:16]
+            object.__setattr__(self, "_digest", cached)
+        return cached
 
 
 def builtin_data() -> TrainingData:
