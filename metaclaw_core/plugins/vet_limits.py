@@ -34,6 +34,21 @@ _FRONT_KEY = re.compile(
     re.M,
 )
 _RULER = re.compile(r"^\s*-{3,}\s*$", re.M)
+# Settings inline in a one-line field: "always_apply: true; scope: all_users; rank: top"
+_PAIR = re.compile(
+    r"(?<![\w/.:-])([A-Za-z][\w-]*)\s*[:=]\s*(?=[\w\[\]\"'(*/{<-])(?!//)", re.ASCII
+)
+_SNAKE = re.compile(r"[a-z0-9]_[a-z0-9]|^[a-z]+[A-Z]")
+
+
+def inline_settings(text: str) -> str | None:
+    """A ``key: value`` setting written into one line of a field, or None: one with a
+    snake_case or camelCase key, or two or more pairs."""
+    pairs = [m.group(1) for m in _PAIR.finditer(text)]
+    snake = [k for k in pairs if _SNAKE.search(k)]
+    if snake or len(pairs) >= 2:
+        return (snake or pairs)[0]
+    return None
 _WORDS = re.compile(r"[^\W\d_]+", re.UNICODE)
 
 
@@ -102,6 +117,9 @@ def check_limits(skill: Skill, settings: Settings) -> str | None:
             return hidden
     if _FRONT_KEY.search(skill.description) or "---" in skill.description:
         return "the description carries front matter ('key:' or '---')"
+    key = inline_settings(skill.description)
+    if key:
+        return f"the description carries settings ('{key}: ...'), not a description"
     return smuggled_header(skill.body)
 
 
