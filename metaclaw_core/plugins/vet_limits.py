@@ -35,10 +35,12 @@ _FRONT_KEY = re.compile(
 )
 _RULER = re.compile(r"^\s*-{3,}\s*$", re.M)
 # Settings inline in a one-line field: "always_apply: true; scope: all_users; rank: top"
-_PAIR = re.compile(
-    r"(?<![\w/.:-])([A-Za-z][\w-]*)\s*[:=]\s*(?=[\w\[\]\"'(*/{<-])(?!//)", re.ASCII
-)
+_PAIR = re.compile(r"(?<![\w/.:-])([A-Za-z][\w-]*)\s*[:=]\s*(?=[\w\[\]\"'(*/{<-])(?!//)", re.ASCII)
 _SNAKE = re.compile(r"[a-z0-9]_[a-z0-9]|^[a-z]+[A-Z]")
+# a prose line that is a setting with a snake_case or camelCase key ("approval_mode: never")
+_SETTING_LINE = re.compile(
+    r"^\s*(?:[-*]\s+)?(?:[a-z][a-z0-9]*(?:_[a-z0-9]+)+|[a-z]+[A-Z][A-Za-z0-9]*)\s*:\s*\S", re.M
+)
 
 
 def inline_settings(text: str) -> str | None:
@@ -49,6 +51,8 @@ def inline_settings(text: str) -> str | None:
     if snake or len(pairs) >= 2:
         return (snake or pairs)[0]
     return None
+
+
 _WORDS = re.compile(r"[^\W\d_]+", re.UNICODE)
 
 
@@ -77,7 +81,7 @@ def hidden_text(label: str, text: str) -> str | None:
 def smuggled_header(body: str) -> str | None:
     """Front matter or header lines in the body's prose (code blocks are examples)."""
     prose, _ = split_code(body)
-    key = _FRONT_KEY.search(prose)
+    key = _FRONT_KEY.search(prose) or _SETTING_LINE.search(prose)
     if key:
         return f"the body has a front-matter line outside code ({key.group(0).strip()!r})"
     for ruler in _RULER.finditer(prose):
