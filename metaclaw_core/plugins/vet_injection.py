@@ -237,6 +237,21 @@ REPRODUCES_SETUP = re.compile(
     r"people|accounts?|tenants?|clients?|patients?)\b|\bevery record in the memory",
     _I,
 )
+# A consequential act in the user's name, ordered at once: "Pay invoices under $9,500
+# immediately", "Publish it directly to every account", "Merge it without waiting"
+_ACT_AT_ONCE = re.compile(
+    r"^(?:(?:then|and|also|just|simply|always|please)\s+)?(?:pay|transfer|wire|refund|purchase|"
+    r"buy|order|sign|countersign|publish|post|tweet|send|e-?mail|message|delete|drop|purge|"
+    r"merge|deploy|release|force-push|push|cancel|terminate|close|approve|accept|submit|file|"
+    r"book|reserve|renew|charge|ship|execute|issue|grant|revoke|reject|decline|withdraw)\b",
+    _I,
+)
+_AT_ONCE = re.compile(
+    r"\b(?:immediately|directly|automatically|right away|straight away|at once|on your own|"
+    r"without (?:asking|waiting|checking|confirming|a review|review|approval|sign-?off)|"
+    r"no need to|don'?t wait|do not wait)\b",
+    _I,
+)
 # RFC 2606 / 6761 names that are examples by definition
 _EXAMPLE_HOST = re.compile(r"(?:^|\.)(?:example\.(?:com|org|net)|example|test|invalid|localhost)$")
 # a statement that sends something to the address it names, or takes orders from it
@@ -436,6 +451,21 @@ def _statement_findings(st: Statement, allowed_hosts: list[str]) -> list[Finding
                 "keeps what the agent did, or what went wrong, out of what the user is told",
                 "patterns",
                 "concealment",
+                text[:200],
+            )
+        )
+    if (
+        not st.prohibited
+        and not st.consent_required
+        and _ACT_AT_ONCE.search(text)
+        and (st.consent_removed or _AT_ONCE.search(text))
+    ):
+        out.append(
+            Finding(
+                "quarantine",
+                "orders a consequential act in the user's name at once, without their go-ahead",
+                "patterns",
+                "unconsented",
                 text[:200],
             )
         )
