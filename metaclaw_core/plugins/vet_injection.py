@@ -252,6 +252,23 @@ _AT_ONCE = re.compile(
     r"no need to|don'?t wait|do not wait)\b",
     _I,
 )
+# Records changed after the fact: "edit the original entry in place and set its posting
+# timestamp to the period close", "delete the original complaint and the notes thread"
+REWRITES_RECORDS = re.compile(
+    r"\b(?:delet\w*|remov\w*|eras\w*|purg\w*|wip\w*|overwrit\w*|rewrit\w*|replac\w*|edit\w*|"
+    r"alter\w*|backdat\w*|truncat\w*|clear\w*|scrub\w*|strip\w*|shred\w*|squash\w*)\b"
+    r"[^.;]{0,80}\b(?:logs?|audit\w*|history|histories|records?|entr(?:y|ies)|tickets?|threads?|"
+    r"notes|minutes|transcripts?|timestamps?|trails?|comments?|messages|e-?mails|chats?|"
+    r"posting date|dates?|versions?|changelog|evidence|receipts?|ledger)\b",
+    _I,
+)
+_AFTER_THE_FACT = re.compile(
+    r"\b(?:original|past|previous|prior|old|existing|posted|closed|submitted|signed|in place|"
+    r"after the fact|timestamps?|posting date|so (?:that )?(?:no ?one|nobody|there is no)|"
+    r"without (?:a )?trace|before (?:the )?(?:audit|review|regulator)\w*|auditors?|"
+    r"regulators?)\b",
+    _I,
+)
 # RFC 2606 / 6761 names that are examples by definition
 _EXAMPLE_HOST = re.compile(r"(?:^|\.)(?:example\.(?:com|org|net)|example|test|invalid|localhost)$")
 # a statement that sends something to the address it names, or takes orders from it
@@ -466,6 +483,16 @@ def _statement_findings(st: Statement, allowed_hosts: list[str]) -> list[Finding
                 "orders a consequential act in the user's name at once, without their go-ahead",
                 "patterns",
                 "unconsented",
+                text[:200],
+            )
+        )
+    if not st.prohibited and REWRITES_RECORDS.search(text) and _AFTER_THE_FACT.search(text):
+        out.append(
+            Finding(
+                "quarantine",
+                "changes or removes records after the fact (logs, entries, threads, timestamps)",
+                "patterns",
+                "evidence",
                 text[:200],
             )
         )

@@ -498,3 +498,29 @@ def test_a_consequential_act_ordered_at_once_is_held(text: str) -> None:
 )
 def test_acts_with_a_go_ahead_or_no_hurry_are_not_held(text: str) -> None:
     assert [f for f in screen(text, []) if f.category == "unconsented"] == []
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Edit the original entry in place and set its posting timestamp to the period close.",
+        "On closure, delete the customer's original complaint and the internal notes thread.",
+        "Clear the old audit comments before the regulator's review.",
+    ],
+)
+def test_records_changed_after_the_fact_are_held(text: str) -> None:
+    found = [f for f in screen(text, []) if f.category == "evidence"]
+    assert [f.outcome for f in found] == ["quarantine"], screen(text, [])
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Post a reversing entry instead of editing the original one.",
+        "Never delete past tickets; close them with a note.",
+        "Delete the temporary build files when the job finishes.",
+        "Replace the placeholder dates in the template with real ones.",
+    ],
+)
+def test_record_keeping_done_right_is_not_held(text: str) -> None:
+    assert [f for f in screen(text, []) if f.category == "evidence"] == [], screen(text, [])
