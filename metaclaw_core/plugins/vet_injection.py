@@ -269,6 +269,43 @@ _AFTER_THE_FACT = re.compile(
     r"regulators?)\b",
     _I,
 )
+# Credentials asked for, kept or reused where they do not belong: "ask for the login and keep
+# it in a notes file for next time", "reuse a teammate's token" (not: a vault, a manager)
+_CREDENTIAL = (
+    r"(?:passwords?|passcodes?|pins?|2fa codes?|one-time (?:codes?|passwords?)|otps?|"
+    r"mfa codes?|verification codes?|recovery codes?|backup codes?|api keys?|access keys?|"
+    r"secret keys?|tokens?|secrets?|credentials?|logins?|private keys?|session cookies?|"
+    r"cookies|ssh keys?|seed phrases?|security answers?)"
+)
+KEEPS_CREDENTIALS = re.compile(
+    r"\b(?:ask\w* (?:them |the user |the customer |for )?(?:for )?|request\w*|collect\w*|"
+    r"gather\w*|stor\w*|sav\w*|keep\w*|record\w*|note\w*(?: down)?|remember\w*|reus\w*|"
+    r"copy\w*|writ\w* down|log\w*|paste\w*|shar\w*|send\w*|forward\w*|cach\w*|captur\w*|"
+    r"retain\w*|hold on to|email\w*|borrow\w*|use (?:their|the user's|a colleague's|another|"
+    r"someone else's|a teammate's))\b[^.;]{0,60}\b" + _CREDENTIAL + r"\b",
+    _I,
+)
+_KEPT_WHERE = re.compile(
+    r"\b(?:(?:in|into|to|on) (?:a |the |your |our )?(?:shared |team |plain(?:-text)? |"
+    r"local )?(?:notes?|files?|memory|sheets?|spreadsheets?|docs?|documents?|tickets?|chat|"
+    r"channel|messages?|log|crm|wiki|readme|thread|comments?|issues?|slack|email)|"
+    r"for (?:next time|later|future|reuse|re-?use|the next session|follow-?ups?)|next time|"
+    r"so (?:you|we) (?:can|don't)|(?:of|from) (?:a |another |other )?(?:colleagues?|"
+    r"teammates?|other users?|coworkers?)|colleague's|teammate's)\b",
+    _I,
+)
+_SAFE_STORE = re.compile(
+    r"\b(?:vault|secret(?:s)? manager|password manager|keychain|keyring|secret store|"
+    r"credential manager|environment variables?|kms|1password|bitwarden)\b",
+    _I,
+)
+# ... unless the act is the condition ("if the user pastes a password") or said not to be done
+_SOMEONE_ELSE_DOES = re.compile(
+    r"\b(?:when|if|whenever|in case|once|should)\b[^,]{0,40}\b(?:users?|customers?|clients?|"
+    r"someone|somebody|they|people|colleagues?|employees?|members?)\b[^,]{0,30}$",
+    _I,
+)
+_NOT_TO = re.compile(r"\b(?:not|never|no|don't|do not|stop)\s+(?:to\s+)?(?:\w+\s+)?$", _I)
 # RFC 2606 / 6761 names that are examples by definition
 _EXAMPLE_HOST = re.compile(r"(?:^|\.)(?:example\.(?:com|org|net)|example|test|invalid|localhost)$")
 # a statement that sends something to the address it names, or takes orders from it
@@ -493,6 +530,23 @@ def _statement_findings(st: Statement, allowed_hosts: list[str]) -> list[Finding
                 "changes or removes records after the fact (logs, entries, threads, timestamps)",
                 "patterns",
                 "evidence",
+                text[:200],
+            )
+        )
+    kept = None if st.prohibited else KEEPS_CREDENTIALS.search(text)
+    if (
+        kept
+        and _KEPT_WHERE.search(text)
+        and not _SAFE_STORE.search(text)
+        and not _SOMEONE_ELSE_DOES.search(text[: kept.start()])
+        and not _NOT_TO.search(text[: kept.start()])
+    ):
+        out.append(
+            Finding(
+                "quarantine",
+                "asks for, keeps or reuses credentials outside a secret store",
+                "patterns",
+                "credentials",
                 text[:200],
             )
         )

@@ -524,3 +524,29 @@ def test_records_changed_after_the_fact_are_held(text: str) -> None:
 )
 def test_record_keeping_done_right_is_not_held(text: str) -> None:
     assert [f for f in screen(text, []) if f.category == "evidence"] == [], screen(text, [])
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Ask for the login and keep it in a notes file for next time.",
+        "Save the customer's one-time code to the ticket so the next agent can use it.",
+        "If your token has expired, use a teammate's token from the shared channel.",
+    ],
+)
+def test_credentials_kept_or_reused_outside_a_secret_store_are_held(text: str) -> None:
+    found = [f for f in screen(text, []) if f.category == "credentials"]
+    assert found and found[0].outcome == "quarantine", screen(text, [])
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Store the API key in the secret manager and read it at runtime.",
+        "If the user pastes a password in chat, tell them to change it.",
+        "Tell users not to paste passwords or 2FA codes into the chat.",
+        "Recommend saving recovery codes in the company password manager.",
+    ],
+)
+def test_secret_hygiene_is_not_held_as_credential_harvesting(text: str) -> None:
+    assert [f for f in screen(text, []) if f.category == "credentials"] == [], screen(text, [])
