@@ -556,7 +556,9 @@ class VettingSettings(BaseModel):
         True,
         description="Screen every skill for prompt-injection patterns: role markers, "
         "invisible characters, explicit rule overrides, dangerous commands in code, links "
-        "used as destinations (every source).",
+        "used as destinations (vet_injection), and orders against the user recognised by form: "
+        "hiding acts, acting at once, rewriting records, keeping credentials, false reports "
+        "(vet_acts). Every source.",
     )
     allowed_url_hosts: list[str] = Field(
         default_factory=list,

@@ -36,6 +36,7 @@ BUILTIN_MODULES = (
     "metaclaw_core.plugins.vet_duplicates",
     "metaclaw_core.plugins.vet_conflicts",
     "metaclaw_core.plugins.vet_injection",
+    "metaclaw_core.plugins.vet_acts",
     "metaclaw_core.plugins.vet_intent",
     "metaclaw_core.plugins.vet_reviewer",
     "metaclaw_core.plugins.judge",

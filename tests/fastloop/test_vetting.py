@@ -8,8 +8,16 @@ from typing import Any
 import pytest
 
 from metaclaw_core import MetaClaw, Skill, SkillRejectedError
+from metaclaw_core.plugins.vet_acts import screen_acts
 from metaclaw_core.plugins.vet_conflicts import find_conflict
-from metaclaw_core.plugins.vet_injection import screen
+from metaclaw_core.plugins.vet_injection import screen as screen_patterns
+from metaclaw_core.skills.verdict import Finding
+
+
+def screen(text: str, allowed_hosts: list[str]) -> list[Finding]:
+    """Both checks by form: markers, commands and links, and what statements order."""
+    return screen_patterns(text, allowed_hosts) + screen_acts(text)
+
 
 LIVE = [
     Skill(
