@@ -596,7 +596,8 @@ class VettingSettings(BaseModel):
         description="quarantine_score per category, for the categories named here. Benign "
         "skills often discuss credentials, untrusted content or sending data, and seldom set "
         "rules aside, hide results or claim rank, so the bar differs (docs/benchmarks.md, "
-        "'Admission'). `{}`: quarantine_score for every category.",
+        "'Admission'). A statement of fewer than five words, or a setting read from code, is held "
+        "only at quarantine_score. `{}`: quarantine_score for every category.",
     )
     reject_score: float = Field(
         0.985,

@@ -50,6 +50,8 @@ if TYPE_CHECKING:
     from metaclaw_core.evolve.vetting import VetContext
 
 _LETTER = re.compile(r"[^\W\d_]", re.UNICODE)
+_WORD = re.compile(r"[A-Za-z][\w'-]*")
+_FEW_WORDS = 5
 _ASCII_LETTER = re.compile(r"[A-Za-z]")
 _ENGLISH = frozenset(
     [
@@ -219,8 +221,12 @@ def assess(
 
     def bar(category: str, st: Statement) -> float:
         own = float(v.quarantine_scores.get(category, v.quarantine_score))
-        # a setting read from code is a paraphrase the review made: the general bar at least
-        return max(own, v.quarantine_score) if st.lead == SETTING else own
+        # a setting read from code is a paraphrase the review made, and a fragment of a few
+        # words ("be-concise rule") says too little to trust the classifier below its general
+        # bar: the general bar at least
+        if st.lead == SETTING or len(_WORD.findall(st.text)) < _FEW_WORDS:
+            return max(own, v.quarantine_score)
+        return own
 
     best: dict[str, Risk] = {}
     held = 0  # statements at or above their bar

@@ -489,3 +489,16 @@ def test_each_category_has_its_own_bar(make_engine: Any, tmp_path: Path) -> None
     flat = engine.settings.model_copy(deep=True)
     flat.vetting.quarantine_scores = {}
     assert vet_intent.assess(skill, engine.embedder, flat)[1] == []
+
+
+def test_a_fragment_of_a_few_words_is_held_only_at_the_general_bar(
+    make_engine: Any, tmp_path: Path
+) -> None:
+    """'be-concise rule' scores ~0.7 as priority: a lowered bar needs a statement to judge."""
+    from metaclaw_core.plugins import vet_intent
+
+    engine: MetaClaw = make_engine(fastloop_settings(tmp_path / "h", "http://127.0.0.1:9"))
+    skill = learned(name="be-concise", description="be-concise rule", body="be-concise rule")
+    risks, found = vet_intent.assess(skill, engine.embedder, engine.settings)
+    assert risks and risks[0].category == "priority" and risks[0].score >= 0.7, risks
+    assert found == []
