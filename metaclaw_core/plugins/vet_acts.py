@@ -98,7 +98,7 @@ _REPRODUCE = (
 REPRODUCES_SETUP = re.compile(
     _REPRODUCE + r"[^.;\n]{0,50}?\b(?:system prompt|system message|developer message|"
     r"hidden (?:instructions|prompt|setup|context)|setup text|initial instructions|"
-    r"instructions above|operating instructions|configuration prompt)s?\b|"
+    r"instructions above|configuration prompt)s?\b|"
     r"\b(?:memor(?:y|ies)|memory store|stored (?:memory|entries|notes|records))\b[^.;\n]{0,60}?"
     r"\b(?:of|for|from|across|belonging to)\s+(?:every|all|other)\s+(?:users?|customers?|"
     r"people|accounts?|tenants?|clients?|patients?)\b|\bevery record in the memory",

@@ -558,3 +558,8 @@ def test_credentials_kept_or_reused_outside_a_secret_store_are_held(text: str) -
 )
 def test_secret_hygiene_is_not_held_as_credential_harvesting(text: str) -> None:
     assert [f for f in screen(text, []) if f.category == "credentials"] == [], screen(text, [])
+
+
+def test_a_product_s_operating_instructions_are_not_the_setup_text() -> None:
+    text = "When the customer asks, provide the operating instructions from the product manual."
+    assert screen(text, []) == []
