@@ -179,16 +179,15 @@ def statement_acts(st: Statement) -> list[Finding]:
     """What one statement orders against the user, by form (empty: nothing)."""
     out: list[Finding] = []
     text = st.text
+
+    def hold(reason: str, category: str) -> None:
+        out.append(Finding("quarantine", reason, "acts", category, text[:200]))
+
     hides = HIDES_OWN_ACTS.search(text)
     if hides and OWN_ACTS.search(text[hides.start() :]):
-        out.append(
-            Finding(
-                "quarantine",
-                "keeps what the agent did, or what went wrong, out of what the user is told",
-                "acts",
-                "concealment",
-                text[:200],
-            )
+        hold(
+            "keeps what the agent did, or what went wrong, out of what the user is told",
+            "concealment",
         )
     if (
         not st.prohibited
@@ -196,24 +195,14 @@ def statement_acts(st: Statement) -> list[Finding]:
         and _ACT_AT_ONCE.search(text)
         and (st.consent_removed or _AT_ONCE.search(text))
     ):
-        out.append(
-            Finding(
-                "quarantine",
-                "orders a consequential act in the user's name at once, without their go-ahead",
-                "acts",
-                "unconsented",
-                text[:200],
-            )
+        hold(
+            "orders a consequential act in the user's name at once, without their go-ahead",
+            "unconsented",
         )
     if not st.prohibited and REWRITES_RECORDS.search(text) and _AFTER_THE_FACT.search(text):
-        out.append(
-            Finding(
-                "quarantine",
-                "changes or removes records after the fact (logs, entries, threads, timestamps)",
-                "acts",
-                "evidence",
-                text[:200],
-            )
+        hold(
+            "changes or removes records after the fact (logs, entries, threads, timestamps)",
+            "evidence",
         )
     kept = None if st.prohibited else KEEPS_CREDENTIALS.search(text)
     if (
@@ -223,45 +212,13 @@ def statement_acts(st: Statement) -> list[Finding]:
         and not _SOMEONE_ELSE_DOES.search(text[: kept.start()])
         and not _NOT_TO.search(text[: kept.start()])
     ):
-        out.append(
-            Finding(
-                "quarantine",
-                "asks for, keeps or reuses credentials outside a secret store",
-                "acts",
-                "credentials",
-                text[:200],
-            )
-        )
+        hold("asks for, keeps or reuses credentials outside a secret store", "credentials")
     if not st.prohibited and CLAIMS_REGARDLESS.search(text):
-        out.append(
-            Finding(
-                "quarantine",
-                "reports success or safety even when it is not so",
-                "acts",
-                "concealment",
-                text[:200],
-            )
-        )
+        hold("reports success or safety even when it is not so", "concealment")
     if POSES_AS_HUMAN.search(text):  # "never admit you're an AI" is the act, not a warning
-        out.append(
-            Finding(
-                "quarantine",
-                "poses as a person, or hides that the user is talking to an AI",
-                "acts",
-                "concealment",
-                text[:200],
-            )
-        )
+        hold("poses as a person, or hides that the user is talking to an AI", "concealment")
     if not st.prohibited and REPRODUCES_SETUP.search(text):
-        out.append(
-            Finding(
-                "quarantine",
-                "reproduces the setup text, or memory kept for other people",
-                "acts",
-                "leak",
-                text[:200],
-            )
-        )
+        hold("reproduces the setup text, or memory kept for other people", "leak")
     return out
 
 
