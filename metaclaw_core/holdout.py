@@ -162,6 +162,9 @@ class Holdout:
         self._active: dict[str, int] = {}
         self._pending: deque[tuple[str, dict[str, str], datetime]] = deque()
         self._lock = threading.Lock()  # store writes, never the hot path
+        # the counts above: held for a dict update only (the hot path's draw and the thread's
+        # reload), so an increment made during a reload is never lost
+        self._count_lock = threading.Lock()
         self._step_lock = threading.RLock()  # one round of decisions at a time
         self._wake = threading.Event()
         self._closed = threading.Event()
@@ -179,8 +182,7 @@ class Holdout:
     ) -> tuple[list[ScoredSkill], dict[str, str] | None]:
         """Drop the held-out skills from ``found`` (a call of ``agent``); return it and the
         arms drawn (by skill name)."""
-        active = self._active
-        if not active or not found:
+        if not self._active or not found:
             return found, None
         h = self.settings.holdout
         arms: dict[str, str] = {}
@@ -188,11 +190,13 @@ class Holdout:
         for s in found:
             name = s.skill.name
             key = holdout_key(agent, name)
-            n = active.get(key)
+            with self._count_lock:
+                n = self._active.get(key)
+                if n is not None and n < h.calls:
+                    self._active[key] = n + 1
             if n is None or n >= h.calls:
                 kept.append(s)
                 continue
-            active[key] = n + 1
             if draw(h.seed, key, n) < h.probability:
                 arms[name] = INJECTED
                 kept.append(s)
@@ -259,6 +263,12 @@ class Holdout:
 
     def reload(self) -> None:
         """Read which skills are under holdout, and their counts, from the store."""
+        # Under the store lock: a holdout started (state written, count set) while this reads
+        # is either seen here or set after the swap below, never dropped by it.
+        with self._lock:
+            self._reload()
+
+    def _reload(self) -> None:
         states = self._rows(HOLDOUTS, "state = 'holdout'")
         ok = self._snapshot_ok()
         counts: dict[str, int] = {}
@@ -268,11 +278,19 @@ class Holdout:
             for r in self._rows(HOLDOUT_CALLS, sql_in("skill", names)):
                 if since.get(r["skill"]) is None or r["created_at"] >= since[r["skill"]]:
                     counts[r["skill"]] = counts.get(r["skill"], 0) + 1
-        fresh: dict[str, int] = {}
-        for n in names:
+        with self._count_lock:
             # this process may have drawn calls not yet written: never count backwards
-            fresh[n] = max(counts.get(n, 0), self._active.get(n, 0))
-        self._active = fresh
+            self._active = {n: max(counts.get(n, 0), self._active.get(n, 0)) for n in names}
+
+    def _set_count(self, key: str, value: int | None) -> None:
+        """Start (0) or end (None) the in-memory count of a holdout's eligible calls."""
+        with self._count_lock:
+            active = dict(self._active)
+            if value is None:
+                active.pop(key, None)
+            else:
+                active[key] = value
+            self._active = active
 
     def _snapshot_ok(self) -> bool:
         return bool(self.engine.library_loaded)
@@ -309,7 +327,7 @@ class Holdout:
                         "numbers_json": None,
                     }
                 )
-            self._active = {**self._active, key: 0}
+                self._set_count(key, 0)
 
     def arms(
         self, skill: str, since: datetime | None = None
@@ -407,7 +425,7 @@ class Holdout:
                         "numbers_json": None,
                     }
                 )
-            self._active = {**self._active, row["skill"]: 0}
+                self._set_count(row["skill"], 0)
 
     def _fixed_by_others(self, skill: str, failures: list[str], since: Any) -> list[str]:
         """The other skills whose replays, after ``since``, fixed every one of ``failures``
@@ -463,9 +481,7 @@ class Holdout:
                     "numbers_json": json.dumps(lift.to_json()),
                 }
             )
-        active = dict(self._active)
-        active.pop(key, None)
-        self._active = active
+            self._set_count(key, None)
         self.decisions += 1
         log.info("metaclaw: %s", reason)
 

@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from pathlib import Path
 from typing import Any
 
-from metaclaw_core import CallContext, Message, MetaClaw, ModelOutput, Settings, Skill
+from metaclaw_core import (
+    CallContext,
+    Message,
+    MetaClaw,
+    ModelOutput,
+    ScoredSkill,
+    Settings,
+    Skill,
+)
 from metaclaw_core.holdout import HELD_OUT, INJECTED, draw, lift_of
 from tests.support.engines import make_settings
 
@@ -85,6 +94,61 @@ def test_arms_are_drawn_at_random_but_deterministic_for_a_seed_and_recorded(
     )
     inj = engine.before_call(CallContext(messages=[Message(role="user", content=TASK)]))
     assert "mine" not in (inj.holdout or {})
+
+
+TOPICS = [
+    (
+        "invoice-totals-in-cents",
+        "Use when adding up invoice amounts.",
+        "Sum amounts as integer cents.",
+    ),
+    (
+        "sql-keywords-upper-case",
+        "Use when writing SQL queries.",
+        "Write SQL keywords in upper case.",
+    ),
+    (
+        "commit-subject-imperative",
+        "Use when writing a git commit message.",
+        "Start the subject with a verb.",
+    ),
+    ("csv-header-row-first", "Use when exporting a table to CSV.", "Put one header row first."),
+    ("recipe-metric-units", "Use when scaling a cooking recipe.", "Give weights in grams."),
+    ("poem-line-count", "Use when asked for a short poem.", "Write eight lines, no more."),
+]
+
+
+def test_a_holdout_started_while_the_thread_rereads_the_store_keeps_its_count(
+    make_engine: Any, tmp_path: Path
+) -> None:
+    # A re-read that began before a new holdout's state was written used to swap in counts
+    # without it, so its first draws were made without a count (no arm) or drawn again.
+    engine = make_engine(holdout_settings(tmp_path / "h", calls=1_000))
+    h = engine.holdout
+    done = threading.Event()
+
+    def reread() -> None:
+        while not done.is_set():
+            h.reload()
+
+    t = threading.Thread(target=reread)
+    t.start()
+    drawn: dict[str, int] = {}
+    try:
+        for name, description, body in TOPICS:
+            skill = Skill(name=name, description=description, body=body, source="evolver")
+            engine.add_skills(skill)
+            found = [ScoredSkill(skill=skill, score=1.0)]
+            for _ in range(3):
+                _, arms = h.assign(found)
+                drawn[name] = drawn.get(name, 0) + int(bool(arms and name in arms))
+                time.sleep(0.01)
+    finally:
+        done.set()
+        t.join()
+    h.reload()
+    assert drawn == {name: 3 for name, _, _ in TOPICS}
+    assert h.status()["active"] == drawn
 
 
 def test_a_neutral_skill_is_retired_by_the_holdout_after_n_calls(
