@@ -44,7 +44,8 @@ _NEGATIVE_LEAD = re.compile(
 _PROHIBITION = re.compile(
     r"^(?:(?:please|and|but|also|then|instead),?\s+)?(?:you\s+|agents?\s+|"
     r"we\s+)?(?:should\s+|must\s+|shall\s+|may\s+)?(?:never|not|no|don'?t|dont|do not|avoid\w*|"
-    r"refrain from|refuse to|stop|nothing)\b|"
+    # "stop sending ..." forbids; "stop and ask", "stop." halt and take the next step
+    r"refrain from|refuse to|stop(?=\s+(?!and\b|then\b)\w)|nothing)\b|"
     r"\b(?:must|should|shall|may|can|will)(?:\s+never|\s+not|n'?t)\b|\bis (?:never|not) "
     r"(?:allowed|acceptable|ok|okay|permitted)\b|\b(?:forbidden|prohibited)\b",
     re.I,
@@ -76,8 +77,9 @@ _REMOVAL = r"(?:" + _TAKE_AWAY + r"|remov\w*|weaken\w*|circumvent\w*|ignor\w*|ov
 _REQUEST = re.compile(
     r"\s+(?:(?:ever|even|you|we)\s+)?(?:ask|request)\w*\s+"
     r"(?:(?!whether\b|if\b|before\b|first\b|how\b)\w+\s+){0,3}?(?:"
-    r"to\s+(?!be\b|" + _SAFEGUARD + r"\b|sign\b|decide\b|agree\b)\w+|"
-    r"for\s+(?!(?:\w+\s+)?(?:permission|confirmation|approval|consent|sign-?off|"
+    # "ask them to tell you the code": the user telling the agent is a request too
+    r"to\s+(?!be\b|sign\b|decide\b|agree\b)(?:tell\s+(?:you|us|me)\b|(?!" + _SAFEGUARD + r"\b)\w+)|"
+    r"for[\s,]+(?!(?:\w+\s+)?(?:permission|confirmation|approval|consent|sign-?off|"
     r"go-ahead|input|review|feedback)\b)\w+)",
     re.I,
 )
@@ -114,7 +116,8 @@ _CONSENT_REQUIRED = re.compile(
     r"\b(?:requires?|needs?|with|after)\b (?:the user'?s? |their |explicit |written |prior )*"
     r"(?:approval|confirmation|consent|permission|sign-?off)\b|"
     r"\b(?:for the user to (?:review|approve|send|confirm)|let the user (?:review|decide|"
-    r"confirm|approve|send))\b",
+    r"confirm|approve|send))\b|"
+    r"\b(?:stop|pause|halt) (?:and|to) (?:ask|check|confirm|wait)\b",
     re.I,
 )
 _CONCEAL = re.compile(
