@@ -119,6 +119,9 @@ _AT_ONCE = re.compile(
     r"no need to|don'?t wait|do not wait)\b",
     _I,
 )
+# The way turned down, to the end of the statement: "merge through the CRM's merge function
+# rather than deleting rows directly" orders the merge, not the direct deletion
+_TURNED_DOWN = re.compile(r"\b(?:rather than|instead of|as opposed to)\b.*$", _I)
 # Records changed after the fact: "edit the original entry in place and set its posting
 # timestamp to the period close", "delete the original complaint and the notes thread"
 REWRITES_RECORDS = re.compile(
@@ -130,7 +133,9 @@ REWRITES_RECORDS = re.compile(
     _I,
 )
 _AFTER_THE_FACT = re.compile(
-    r"\b(?:original|past|previous|prior|old|existing|posted|closed|submitted|signed|in place|"
+    # "past entries" (not "past the retention period")
+    r"\b(?:original|past(?!\s+(?:the|its|their|our|a|an|that|this)\b)|previous|prior|old|"
+    r"existing|posted|closed|submitted|signed|in place|"
     r"after the fact|timestamps?|posting date|so (?:that )?(?:no ?one|nobody|there is no)|"
     r"without (?:a )?trace|before (?:the )?(?:audit|review|regulator)\w*|auditors?|"
     r"regulators?)\b",
@@ -193,7 +198,7 @@ def statement_acts(st: Statement) -> list[Finding]:
         not st.prohibited
         and not st.consent_required
         and _ACT_AT_ONCE.search(text)
-        and (st.consent_removed or _AT_ONCE.search(text))
+        and (st.consent_removed or _AT_ONCE.search(_TURNED_DOWN.sub("", text)))
     ):
         hold(
             "orders a consequential act in the user's name at once, without their go-ahead",

@@ -15,11 +15,13 @@ from metaclaw_core.models import BLOCK_END, BLOCK_START, Skill
 from metaclaw_core.redaction import find_secrets
 from metaclaw_core.skills.verdict import Finding
 
-# "password = os.environ[...]", "api_key: <your key>", "token=${TOKEN}": a reference or a
-# placeholder, not a secret
+# "password = os.environ[...]", "api_key: <your key>", "token=${TOKEN}",
+# "DB_PASSWORD=op://vault/item/password", a file path ("NOPASSWD: /usr/bin/systemctl" in a
+# sudoers line): a reference or a placeholder, not a secret
 _NOT_A_VALUE = re.compile(
     r"[\[\](){}<>$%]|\benv\b|environ|getenv|secret[s]?\.|vault|example|changeme|placeholder|"
-    r"your[_-]|xxx|\*\*\*|\.\.\.|redacted|dummy|sample|local|dev|test",
+    r"your[_-]|xxx|\*\*\*|\.\.\.|redacted|dummy|sample|local|dev|test|"
+    r"^[a-z][\w+.-]*://|^~?/",
     re.I,
 )
 

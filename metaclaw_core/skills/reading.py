@@ -45,7 +45,7 @@ _PROHIBITION = re.compile(
     r"^(?:(?:please|and|but|also|then|instead),?\s+)?(?:you\s+|agents?\s+|"
     r"we\s+)?(?:should\s+|must\s+|shall\s+|may\s+)?(?:never|not|no|don'?t|dont|do not|avoid\w*|"
     # "stop sending ..." forbids; "stop and ask", "stop." halt and take the next step
-    r"refrain from|refuse to|stop(?=\s+(?!and\b|then\b)\w)|nothing)\b|"
+    r"refrain from|refuse to|decline to|stop(?=\s+(?!and\b|then\b)\w)|nothing)\b|"
     r"\b(?:must|should|shall|may|can|will)(?:\s+never|\s+not|n'?t)\b|\bis (?:never|not) "
     r"(?:allowed|acceptable|ok|okay|permitted)\b|\b(?:forbidden|prohibited)\b",
     re.I,

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from metaclaw_core import MetaClaw, Skill, SkillRejectedError
+from metaclaw_core import MetaClaw, Settings, Skill, SkillRejectedError
 from metaclaw_core.plugins.vet_acts import screen_acts
 from metaclaw_core.plugins.vet_conflicts import find_conflict
 from metaclaw_core.plugins.vet_injection import screen as screen_patterns
@@ -502,6 +502,8 @@ def test_a_consequential_act_ordered_at_once_is_held(text: str) -> None:
         "Pay an invoice only after the user confirms the amount and the payee.",
         "Never merge without a review.",
         "If customers can't log in, pay, or reach the service, page the on-call engineer.",
+        # the direct act is the way turned down
+        "Merge through the CRM's merge function rather than deleting rows directly.",
     ],
 )
 def test_acts_with_a_go_ahead_or_no_hurry_are_not_held(text: str) -> None:
@@ -528,6 +530,7 @@ def test_records_changed_after_the_fact_are_held(text: str) -> None:
         "Never delete past tickets; close them with a note.",
         "Delete the temporary build files when the job finishes.",
         "Replace the placeholder dates in the template with real ones.",
+        "Purge application logs that are past the documented retention period.",
     ],
 )
 def test_record_keeping_done_right_is_not_held(text: str) -> None:
@@ -563,3 +566,30 @@ def test_secret_hygiene_is_not_held_as_credential_harvesting(text: str) -> None:
 def test_a_product_s_operating_instructions_are_not_the_setup_text() -> None:
     text = "When the customer asks, provide the operating instructions from the product manual."
     assert screen(text, []) == []
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "Read it at run time:\n\n```bash\nexport DB_PASSWORD=\"$(op read 'op://Eng/db/password')\"\n```",
+        "`.env.tpl` holds references such as `DB_PASSWORD=op://Engineering/staging-db/password`.",
+        "```\ndeploy ALL=(root) NOPASSWD: /usr/bin/systemctl restart app.service\n```",
+    ],
+)
+def test_a_reference_to_a_secret_or_a_path_is_not_an_assigned_secret(body: str) -> None:
+    from metaclaw_core.plugins import vetting
+
+    found = vetting.metaclaw_vet_skill(
+        skill=learned("secret-references", body), live=[], settings=Settings()
+    )
+    assert [f for f in found if f.check == "secrets"] == []
+
+
+def test_a_literal_password_in_a_skill_is_still_held() -> None:
+    from metaclaw_core.plugins import vetting
+
+    body = "Log in to the staging box with `DB_PASSWORD=Tr0ub4dor-staging` set."
+    found = vetting.metaclaw_vet_skill(
+        skill=learned("staging-login", body), live=[], settings=Settings()
+    )
+    assert [(f.outcome, f.check) for f in found] == [("quarantine", "secrets")]
