@@ -47,8 +47,20 @@ HIDES_OWN_ACTS = re.compile(
     r"list\w*|tell\w*(?: \w+)? about|disclos\w*|surfac\w*)\b",
     _I,
 )
+# ... said in the passive: "commands run on your own initiative are left out", "intermediate
+# failures aren't surfaced" (not: "failed tests are not reported as passing")
+HIDDEN_PASSIVE = re.compile(
+    r"\b(?:are|is|get|gets|be|were|was|stays?|remains?)\s+(?:left out|omitted|excluded|"
+    r"kept (?:out|quiet|internal|off)|not (?:mentioned|surfaced|reported|shown|shared|disclosed|"
+    r"listed|included))\b(?!\s+as\b)|\b(?:aren'?t|isn'?t|won'?t be|don'?t get|doesn'?t get)\s+"
+    r"(?:mentioned|surfaced|reported|shown|shared|disclosed|listed|included)\b(?!\s+as\b)",
+    _I,
+)
 OWN_ACTS = re.compile(
     r"\b(?:you|the agent|the assistant|we)\s+(?:\w+\s+)?" + _OWN_ACT + r"\b|"
+    r"\b(?:commands?|changes?|actions?|edits?|installs?|cleanups?|steps?)\s+(?:you\s+)?"
+    r"(?:ran|run|made|took|taken|did|done|performed)\b|\bon (?:your|its) own initiative\b|"
+    r"\b(?:intermediate|earlier|transient|partial|retried)\s+failures\b|"
     r"\b(?:commands?|steps?|actions?|changes?|operations?|calls?)\s+(?:that|which)\s+"
     r"(?:\w+\s+)?" + _OWN_ACT + r"\b|\b(?:test|build|job|check|the)\s+failures\b|"
     r"\bside[- ]effects?\b|\b(?:extra|background|additional)\s+(?:commands|requests|uploads|"
@@ -76,6 +88,16 @@ CLAIMS_REGARDLESS = re.compile(
     r" (?:whether|if)|whether or not|even (?:if|when|though)\b[^.;]{0,100}?\b(?:not|\w+n't|"
     r"never|no|fail\w*|pending|declin\w*|unresolved|still|unverified|unknown|missing|broken|"
     r"red|rejected|late|delayed))\b",
+    _I,
+)
+# A denial ordered for when the user asks: "if asked whether anything else was changed, say no"
+DENIES_WHEN_ASKED = re.compile(
+    r"\b(?:if|when|should)\b[^.;]{0,40}\bask(?:ed|s)?\b[^.;]{0,20}?\b(?:whether|if|about)\b"
+    r"[^.;]{0,80}?\b(?:changed?|ran|run|deleted|did|done|installed|sent|else|anything|happened|"
+    r"modified|touched|made|charged|spent|shared|accessed)\b[^.;]{0,40}?\b(?:say|answer|reply|"
+    r"respond|tell (?:them|the user|the customer))\s+(?:that\s+)?(?:no\b|nothing\b|none\b|"
+    r"there (?:was|were|is|are) (?:no|nothing|none)\b|it (?:wasn't|didn't|hasn't)|you (?:didn't|"
+    r"haven't))",
     _I,
 )
 # Posing as a person, or denying being an AI
@@ -107,16 +129,30 @@ REPRODUCES_SETUP = re.compile(
 # A consequential act in the user's name, ordered at once: "Pay invoices under $9,500
 # immediately", "Publish it directly to every account", "Merge it without waiting"
 _ACT_AT_ONCE = re.compile(
-    r"^(?:(?:then|and|also|just|simply|always|please)\s+)?(?:pay|transfer|wire|refund|purchase|"
+    # after a condition of its own: "For amounts under $5,000, schedule payment right away"
+    r"^(?P<condition>(?:if|when|whenever|for|once|after|where|on)\b(?:[^,;]|,(?=\d)){0,80},\s*)?"
+    r"(?:(?:then|and|also|just|simply|always|please)\s+)?(?:schedule (?:the |a )?(?:payments?|"
+    r"transfers?|wires?)|upgrade|subscribe|pay|transfer|wire|refund|purchase|"
     r"buy|order|sign|countersign|publish|post|tweet|send|e-?mail|message|delete|drop|purge|"
-    r"merge|deploy|release|force-push|push|cancel|terminate|close|approve|accept|submit|file|"
-    r"book|reserve|renew|charge|ship|execute|issue|grant|revoke|reject|decline|withdraw)\b",
+    r"merge|deploy|release|force-push|cancel|terminate|close|approve|accept|submit|file|"
+    r"book|reserve|renew|charge|ship|execute|issue|grant|revoke|reject|decline|withdraw)\b"
+    # the verb, not one item of a list ("if customers can't log in, pay, or reach it")
+    r"(?!\s*,|\s+or\b)",
     _I,
 )
 _AT_ONCE = re.compile(
     r"\b(?:immediately|directly|automatically|right away|straight away|at once|on your own|"
     r"without (?:asking|waiting|checking|confirming|a review|review|approval|sign-?off)|"
-    r"no need to|don'?t wait|do not wait)\b",
+    r"no need to|don'?t wait|do not wait|on (?:the user'?s|the customer'?s|their|your) behalf|"
+    r"in (?:the user'?s|the customer'?s|their) name)\b",
+    _I,
+)
+# ... unless that condition is the go-ahead: "if the user asks, send it right away"
+_GO_AHEAD = re.compile(
+    r"\b(?:users?|customers?|they|owners?|requesters?|managers?|you are|you're)\b[^,]{0,40}?"
+    r"\b(?:ask\w*|confirm\w*|approv\w*|request\w*|agree\w*|says?|said|tells?|wants?|okays?|"
+    r"signs? off|gives? the go-ahead|accept\w*|told)\b|\b(?:approved|confirmed|requested|"
+    r"asked for|signed off)\b",
     _I,
 )
 # The way turned down, to the end of the statement: "merge through the CRM's merge function
@@ -189,7 +225,10 @@ def statement_acts(st: Statement) -> list[Finding]:
         out.append(Finding("quarantine", reason, "acts", category, text[:200]))
 
     hides = HIDES_OWN_ACTS.search(text)
-    if hides and OWN_ACTS.search(text[hides.start() :]):
+    passive = None if st.prohibited else HIDDEN_PASSIVE.search(text)
+    if (hides and OWN_ACTS.search(text[hides.start() :])) or (
+        passive and OWN_ACTS.search(text[: passive.start()])
+    ):
         hold(
             "keeps what the agent did, or what went wrong, out of what the user is told",
             "concealment",
@@ -197,7 +236,8 @@ def statement_acts(st: Statement) -> list[Finding]:
     if (
         not st.prohibited
         and not st.consent_required
-        and _ACT_AT_ONCE.search(text)
+        and (at_once := _ACT_AT_ONCE.search(text))
+        and not _GO_AHEAD.search(at_once.group("condition") or "")
         and (st.consent_removed or _AT_ONCE.search(_TURNED_DOWN.sub("", text)))
     ):
         hold(
@@ -220,6 +260,8 @@ def statement_acts(st: Statement) -> list[Finding]:
         hold("asks for, keeps or reuses credentials outside a secret store", "credentials")
     if not st.prohibited and CLAIMS_REGARDLESS.search(text):
         hold("reports success or safety even when it is not so", "concealment")
+    if not st.prohibited and DENIES_WHEN_ASKED.search(text):
+        hold("orders a denial for when the user asks what was done", "concealment")
     if POSES_AS_HUMAN.search(text):  # "never admit you're an AI" is the act, not a warning
         hold("poses as a person, or hides that the user is talking to an AI", "concealment")
     if not st.prohibited and REPRODUCES_SETUP.search(text):

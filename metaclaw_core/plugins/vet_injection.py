@@ -224,6 +224,25 @@ RISKY_CODE = [
     ),
     (
         re.compile(
+            # a secret variable written to a file, or the environment's secrets gathered
+            r"\becho\s+[^\n|]*\$\{?[A-Za-z_]*(?:TOKEN|KEY|SECRET|PASSWORD|PASSWD|CREDENTIALS?)"
+            r"[A-Za-z_]*\}?[^\n|]*>>?\s*\S+|"
+            r"\b(?:env|printenv|export\s+-p|set)\s*\|\s*(?:grep|egrep|rg|awk|sed)\b[^\n]*"
+            r"(?:token|key|pass|secret|cred)|\b(?:env|printenv)\s*\|\s*(?:curl|nc|base64|base32|xxd)\b",
+            _I,
+        ),
+        "writes secrets to a file or gathers them from the environment",
+    ),
+    (
+        re.compile(
+            # a lookup of a name built from a variable: "dig $part.p.probe-zone.net"
+            r"\b(?:dig|nslookup|host|drill)\b[^\n]*\$[{(]?\w+[})]?[\w.-]*\.[a-z][\w-]*\.[a-z]{2,}",
+            _I,
+        ),
+        "sends data out in DNS lookups",
+    ),
+    (
+        re.compile(
             r"\bhistory\s+-c\b|\bunset\s+HISTFILE\b|HISTFILE=/dev/null|HISTSIZE=0|"
             r">\s*~?/?\S*_history\b|\b(?:rm|truncate|shred)\b[^\n]*(?:_history|/var/log|\.log\b|"
             r"audit)|\bauditctl\s+-(?:e\s*0|D)\b|\bstop-logging\b|\bdelete-trail\b|"
@@ -274,6 +293,17 @@ RISKY_CODE = [
             _I,
         ),
         "installs something that keeps running",
+    ),
+    (
+        re.compile(
+            # hooks for every repository, and writes into an agent's own skills or settings
+            r"\bgit\s+config\s+(?:--global|--system)\s+core\.hooksPath\b|"
+            r"(?:>>?|\b(?:cp|mv|tee|ln|install|rsync)\b)[^\n]*(?:\.agents?|\.claude|\.codex|"
+            r"\.cursor|\.metaclaw|\.openclaw|\.continue|\.aider)\S*/(?:skills?|rules|"
+            r"settings|config|memory)\b",
+            _I,
+        ),
+        "installs itself for every repository, or into an agent's own skills or settings",
     ),
     (re.compile(r"\bgit\s+push\b[^\n]*\s(?:-f|--force)(?:\s|$)", _I), "force-pushes"),
 ]

@@ -34,8 +34,11 @@ _FRONT_KEY = re.compile(
     re.M,
 )
 _RULER = re.compile(r"^\s*-{3,}\s*$", re.M)
-# Settings inline in a one-line field: "always_apply: true; scope: all_users; rank: top"
-_PAIR = re.compile(r"(?<![\w/.:-])([A-Za-z][\w-]*)\s*[:=]\s*(?=[\w\[\]\"'(*/{<-])(?!//)", re.ASCII)
+# Settings inline in a one-line field: "always_apply: true; scope: all_users; rank: top", or
+# a JSON object: {"scope": "global", "confirm_actions": false}
+_PAIR = re.compile(
+    r"(?<![\w/.:-])([\"']?)([A-Za-z][\w-]*)\1\s*[:=]\s*(?=[\w\[\]\"'(*/{<-])(?!//)", re.ASCII
+)
 _SNAKE = re.compile(r"[a-z0-9]_[a-z0-9]|^[a-z]+[A-Z]")
 # a prose line that is a setting with a snake_case or camelCase key ("approval_mode: never")
 _SETTING_LINE = re.compile(
@@ -46,7 +49,7 @@ _SETTING_LINE = re.compile(
 def inline_settings(text: str) -> str | None:
     """A ``key: value`` setting written into one line of a field, or None: one with a
     snake_case or camelCase key, or two or more pairs."""
-    pairs = [m.group(1) for m in _PAIR.finditer(text)]
+    pairs = [m.group(2) for m in _PAIR.finditer(text)]
     snake = [k for k in pairs if _SNAKE.search(k)]
     if snake or len(pairs) >= 2:
         return (snake or pairs)[0]
