@@ -247,7 +247,8 @@ RISKY_CODE = [
             r">\s*~?/?\S*_history\b|\b(?:rm|truncate|shred)\b[^\n]*(?:_history|/var/log|\.log\b|"
             r"audit)|\bauditctl\s+-(?:e\s*0|D)\b|\bstop-logging\b|\bdelete-trail\b|"
             r"\bshred\b|\bjournalctl\b[^\n]*--vacuum|\bwevtutil\s+cl\b|"
-            r"\bgit\s+reflog\s+expire\b|\bgit\s+filter-(?:branch|repo)\b",
+            # (not `git filter-repo`: purging a leaked secret from history is hygiene)
+            r"\bgit\s+reflog\s+expire\b",
             _I,
         ),
         "wipes history, logs or audit trails",
@@ -255,7 +256,11 @@ RISKY_CODE = [
     (
         re.compile(
             r"\bchmod\s+(?:-R\s+)?(?:0?777|a\+rwx)\s+/(?:\s|$)|\bchmod\s+-R\s+\S+\s+/(?:\s|$)|"
-            r"\bchown\s+-R\s+\S+\s+/(?:\s|$)|\bNOPASSWD\b|/etc/sudoers|\bvisudo\b|"
+            r"\bchown\s+-R\s+\S+\s+/(?:\s|$)|"
+            # passwordless root for everything, or for a shell or a tool that opens one (a
+            # sudoers rule scoped to named commands is least privilege)
+            r"\bNOPASSWD:\s*(?:ALL\b|\S*/(?:ba|z|da|k)?sh\b|\S*/(?:su|sudo|env|vim?|less|find|"
+            r"python3?|perl|tee|cp|chmod|chown)\b)|"
             r"\bsetenforce\s+0\b|\bufw\s+disable\b|\biptables\s+-F\b|"
             r"\bsystemctl\s+(?:stop|disable)\s+(?:firewalld|ufw|apparmor|auditd)\b|"
             r"\bverify\s*=\s*False\b|NODE_TLS_REJECT_UNAUTHORIZED\s*=\s*['\"]?0|"
@@ -288,14 +293,6 @@ RISKY_CODE = [
     ),
     (
         re.compile(
-            r"\bcrontab\s+-(?!l\b)|/etc/cron|@reboot\b|\bsystemctl\s+enable\b|\blaunchctl\s+load\b|"
-            r">>\s*~?/?\S*\.(?:bashrc|zshrc|profile)\b|\bnohup\b[^\n]*&\s*$",
-            _I,
-        ),
-        "installs something that keeps running",
-    ),
-    (
-        re.compile(
             # hooks for every repository, and writes into an agent's own skills or settings
             r"\bgit\s+config\s+(?:--global|--system)\s+core\.hooksPath\b|"
             r"(?:>>?|\b(?:cp|mv|tee|ln|install|rsync)\b)[^\n]*(?:\.agents?|\.claude|\.codex|"
@@ -307,6 +304,24 @@ RISKY_CODE = [
     ),
     (re.compile(r"\bgit\s+push\b[^\n]*\s(?:-f|--force)(?:\s|$)", _I), "force-pushes"),
 ]
+
+
+# Something made to keep running (a cron entry, a unit enabled, a line appended to a shell's
+# start-up file, a daemon started in the background) is ordinary operations work: a nightly
+# backup, a service. It is held when what keeps running reaches out or hides: a fetch, an
+# upload, a connection, a silenced background process.
+PERSISTS = re.compile(
+    r"\bcrontab\s+-(?!l\b)|/etc/cron|@reboot\b|\bsystemctl\s+enable\b|\blaunchctl\s+load\b|"
+    r">>\s*~?/?\S*\.(?:bashrc|zshrc|profile|bash_profile)\b|\bnohup\b[^\n]*&\s*$|"
+    r"\bRestart=always\b",
+    re.I | re.M,
+)
+REACHES_OUT_OR_HIDES = re.compile(
+    r"\b(?:curl|wget|nc|ncat|socat|scp|rsync|ssh|telnet)\s|/dev/tcp/|\bbase64\b|https?://|"
+    r">\s*/dev/null\s+2>&1\s*&|\bnohup\b[^\n]*(?:bashrc|zshrc|profile)|"
+    r"(?:bashrc|zshrc|profile)[^\n]*\bnohup\b",
+    re.I,
+)
 
 
 def _host(url: str) -> str:
@@ -334,6 +349,17 @@ def _code_findings(code: str, warned: bool) -> list[Finding]:
             out.append(Finding("reject", f"contains {what}", "patterns", "code", m.group(0)[:120]))
     if warned:
         return out
+    kept = PERSISTS.search(code)
+    if kept and REACHES_OUT_OR_HIDES.search(code):
+        out.append(
+            Finding(
+                "quarantine",
+                "a command that installs something that keeps running and reaches out or hides",
+                "patterns",
+                "code",
+                kept.group(0)[:120],
+            )
+        )
     for pattern, what in RISKY_CODE:
         m = pattern.search(code)
         if m:
