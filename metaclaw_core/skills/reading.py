@@ -34,7 +34,8 @@ _WORD = re.compile(r"[a-z']+")
 
 # Lead-ins that make what follows a warning, not an instruction.
 _NEGATIVE_LEAD = re.compile(
-    r"\b(?:never|don'?t|do not|avoid|anti-?patterns?|mistakes?|pitfalls?|bad|wrong|warnings?|"
+    r"\b(?:never|don'?t|do not|must not|mustn'?t|should not|shouldn'?t|may not|"
+    r"avoid|anti-?patterns?|mistakes?|pitfalls?|bad|wrong|warnings?|"
     r"caution|dangerous|danger|forbidden|prohibited|not allowed|red flags?|what not to do|"
     r"don'?ts|risks?|threats?|attacks?|examples? of (?:irreversible|destructive|dangerous|"
     r"risky|unsafe))\b",
@@ -50,9 +51,20 @@ _PROHIBITION = re.compile(
     r"(?:allowed|acceptable|ok|okay|permitted)\b|\b(?:forbidden|prohibited)\b",
     re.I,
 )
-# "never hesitate to ...", "don't forget to ...": two negatives make a directive
+# "never hesitate to ...", "don't forget to ...", "never skip quoting ...": two negatives
+# make a directive (not "never skip the review": that keeps a safeguard, see _polarity)
 _DOUBLE_NEGATIVE = re.compile(
-    r"\b(?:never|don'?t|do not|not)\s+(?:hesitate|fail|forget|neglect|miss)\b", re.I
+    r"\b(?:never|don'?t|do not|not)\s+(?:hesitate|fail|forget|neglect|miss)\b|"
+    r"\b(?:never|don'?t|do not|not)\s+(?:skip|omit|overlook|neglect)\s+\w+ing\b",
+    re.I,
+)
+# A lead-in that insists rather than warns: "Don't forget to:", "Never skip these steps",
+# "Things you must not miss": what follows it is to be done
+_EMPHATIC_LEAD = re.compile(
+    r"\b(?:never|don'?t|do not|not|must not|mustn'?t|should not|shouldn'?t|can'?t|cannot)\s+"
+    r"(?:\w+\s+)?(?:forget|fail|skip|omit|neglect|miss|overlook|ignore|hesitate|leave out|"
+    r"disregard|bypass|stop|delay|postpone|be afraid)\b",
+    re.I,
 )
 # The safeguards: asking, confirming, telling, waiting, reviewing.
 _SAFEGUARD = (
@@ -186,7 +198,8 @@ _STARTS_WITH_SAFEGUARD = re.compile(r"^\s*(?:\w+\s+){0,1}?" + _SAFEGUARD + r"\b"
 # globally so they don't come back:" introduces a fix, not a warning)
 _SUBORDINATE = re.compile(
     r"\b(?:so that|so|if|when|whenever|unless|because|until|in case|since|once|as long as|"
-    r"whether|(?:in order )?to (?:avoid|prevent|stop))\b[^,;:]*",
+    # "steps to avoid data loss" (not "things to avoid": that names what is avoided)
+    r"whether|(?:in order )?to (?:avoid|prevent|stop)(?=\s+\w))\b[^,;:]*",
     re.I,
 )
 # "Avoid repeated password prompts:", "Prevent permission errors:": avoiding a problem (a
@@ -205,7 +218,7 @@ def _main_clause(text: str) -> str:
 
 
 def _negative(lead: str) -> bool:
-    return bool(_NEGATIVE_LEAD.search(_main_clause(lead)))
+    return bool(_NEGATIVE_LEAD.search(_main_clause(lead))) and not _EMPHATIC_LEAD.search(lead)
 
 
 def fenced_blocks(text: str) -> list[tuple[str, bool]]:
@@ -226,6 +239,30 @@ def fenced_blocks(text: str) -> list[tuple[str, bool]]:
     return out
 
 
+# Disclosing someone's private data or a secret: "show one customer another customer's name",
+# "mention the diagnosis", "tell them the card number"
+_DISCLOSES_PRIVATE = re.compile(
+    r"\s+(?:(?:ever|even|you|we)\s+)?(?:show|tell|mention|reveal|display|share|disclose|"
+    r"read out|repeat|include|print|echo|say)(?:s|ing)?\s+(?:[\w'-]+\s+){0,6}?(?:"
+    r"(?:another|other|a different)\s+(?:\w+\s+)?(?:customer|user|patient|client|person|"
+    r"employee|member|tenant|student)s?'?s?|someone else'?s|(?:their|the)\s+(?:full\s+)?"
+    r"(?:card|account|social security|ssn|passport)\s+numbers?|passwords?|passcodes?|"
+    r"private keys?|secrets?|tokens?|credentials?|diagnos\w+|medical|health|salar\w+|"
+    r"date of birth|personal (?:data|information|details)|pii)\b",
+    re.I,
+)
+# a negation earlier in the same clause: "don't run them | without the user's review"
+_NOT_BEFORE = re.compile(
+    r"\b(?:never|don'?t|do not|must not|mustn'?t|should not|shouldn'?t|cannot|can'?t|may not|"
+    r"no one|nobody)\b[^,;:]*$",
+    re.I,
+)
+_NOT_OPENING = re.compile(
+    r"(?:never|don'?t|do not|must not|mustn'?t|should not|shouldn'?t|cannot|can'?t|may not)\b",
+    re.I,
+)
+
+
 def _polarity(text: str, inherited: bool, lead: str) -> Statement:
     """How one clause is meant (``inherited``: it sits under a warning lead-in)."""
     double = bool(_DOUBLE_NEGATIVE.search(text))
@@ -233,6 +270,19 @@ def _polarity(text: str, inherited: bool, lead: str) -> Statement:
         bool(_NEGATED_SAFEGUARD.search(text)) or bool(_DISMISSED_SAFEGUARD.search(text))
     ) and not double
     required = bool(_CONSENT_REQUIRED.search(text))
+    negated = _NEGATED_SAFEGUARD.search(text)
+    if (
+        removed
+        and negated is not None
+        and re.search(r"\bwithout\b", negated.group(0), re.I)
+        and (
+            _NOT_OPENING.match(negated.group(0)) is not None
+            or _NOT_BEFORE.search(text[: negated.start()]) is not None
+        )
+        and not _DISMISSED_SAFEGUARD.search(text)
+    ):
+        # "read them, don't run them without the user's review": not without it, so with it
+        removed, required = False, True
     opening = _PROHIBITION.search(text)
     prohibited = inherited or (opening is not None and not double)
     if opening is not None and not double:
@@ -241,6 +291,10 @@ def _polarity(text: str, inherited: bool, lead: str) -> Statement:
         if re.match(r"\s+(?:(?:ever|even|you|we)\s+)?" + _REMOVAL + r"\b", after, re.I):
             # "don't disable verification", "never skip the review": two negatives keep the
             # safeguard; the statement forbids taking it away
+            removed, prohibited = False, True
+        elif _DISCLOSES_PRIVATE.match(after) or _DISCLOSES_PRIVATE.match(text[opening.end() :]):
+            # "never show one customer another customer's orders", "don't mention the
+            # diagnosis in the SMS": privacy, a disclosure forbidden, not a safeguard removed
             removed, prohibited = False, True
         elif _REQUEST.match(after):
             # "don't ask them to paste keys", "never ask for the password": asking for
@@ -266,8 +320,13 @@ def _polarity(text: str, inherited: bool, lead: str) -> Statement:
             # system prompt": the safeguard words sit inside what is forbidden, further on
             removed = False
     if inherited:
-        if _STARTS_WITH_SAFEGUARD.match(text) and opening is None:
-            # under "Avoid:": "asking the user before paying" means: do not ask
+        if (
+            _STARTS_WITH_SAFEGUARD.match(text)
+            and opening is None
+            and not _REQUEST.match(" " + text)
+        ):
+            # under "Avoid:": "asking the user before paying" means: do not ask (not "ask the
+            # agent to hide its actions": a request, named as what not to do)
             removed, prohibited = True, False
         elif removed and opening is None:
             # under "Anti-patterns:": "executing destructive operations without
@@ -327,7 +386,10 @@ def read_skill(text: str, *, max_statements: int = 200) -> Reading:
             # a paragraph closes the list above it; one ending in ':' opens the next
             lead, lead_negative = "", False
             if body.endswith(":"):
-                lead, lead_negative = body.rstrip(":"), inherited or _negative(body)
+                # the sentence that ends in ':' is the lead-in ("Auth failures are almost
+                # always a wrong token. To debug:" leads into steps, not warnings)
+                last = _SENTENCE.split(body)[-1]
+                lead, lead_negative = body.rstrip(":"), inherited or _negative(last)
         for sentence in _SENTENCE.split(body):
             for clause in _clauses(sentence.strip()):
                 if len(_WORD.findall(clause.lower())) < 2:
