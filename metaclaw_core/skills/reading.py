@@ -37,7 +37,8 @@ _NEGATIVE_LEAD = re.compile(
     r"\b(?:never|don'?t|do not|must not|mustn'?t|should not|shouldn'?t|may not|"
     r"avoid|anti-?patterns?|mistakes?|pitfalls?|bad|wrong|warnings?|"
     r"caution|dangerous|danger|forbidden|prohibited|not allowed|red flags?|what not to do|"
-    r"don'?ts|risks?|threats?|attacks?|examples? of (?:irreversible|destructive|dangerous|"
+    r"don'?ts|(?<!low-)(?<!no-)risks?(?!-free)|threats?|attacks?|not (?:like )?this|incorrect|"
+    r"insecure|unsafe|examples? of (?:irreversible|destructive|dangerous|"
     r"risky|unsafe))\b",
     re.I,
 )
@@ -54,16 +55,17 @@ _PROHIBITION = re.compile(
 # "never hesitate to ...", "don't forget to ...", "never skip quoting ...": two negatives
 # make a directive (not "never skip the review": that keeps a safeguard, see _polarity)
 _DOUBLE_NEGATIVE = re.compile(
-    r"\b(?:never|don'?t|do not|not)\s+(?:hesitate|fail|forget|neglect|miss)\b|"
-    r"\b(?:never|don'?t|do not|not)\s+(?:skip|omit|overlook|neglect)\s+\w+ing\b",
+    r"\b(?:never|don'?t|do not|not)[\s,]+(?:ever[\s,]+)?(?:hesitate|fail|forget|neglect|miss)\b|"
+    r"\b(?:never|don'?t|do not|not)[\s,]+(?:ever[\s,]+)?(?:skip|omit|overlook|neglect)\s+\w+ing\b",
     re.I,
 )
 # A lead-in that insists rather than warns: "Don't forget to:", "Never skip these steps",
 # "Things you must not miss": what follows it is to be done
 _EMPHATIC_LEAD = re.compile(
-    r"\b(?:never|don'?t|do not|not|must not|mustn'?t|should not|shouldn'?t|can'?t|cannot)\s+"
-    r"(?:\w+\s+)?(?:forget|fail|skip|omit|neglect|miss|overlook|ignore|hesitate|leave out|"
-    r"disregard|bypass|stop|delay|postpone|be afraid)\b",
+    r"\b(?:never|don'?t|do not|not|must not|mustn'?t|should not|shouldn'?t|can'?t|cannot)"
+    r"[\s,]+(?:ever[\s,]+)?(?:\w+\s+)?(?:forget|fail|skip|omit|neglect|miss|overlook|ignore|"
+    r"hesitate|leave out|disregard|bypass|stop|delay|postpone|be afraid|question|doubt|argue|"
+    r"second-guess|deviate|worry)\b|\b(?:not|never) optional\b|\bno exceptions?\b",
     re.I,
 )
 # The safeguards: asking, confirming, telling, waiting, reviewing.
@@ -218,7 +220,12 @@ def _main_clause(text: str) -> str:
 
 
 def _negative(lead: str) -> bool:
-    return bool(_NEGATIVE_LEAD.search(_main_clause(lead))) and not _EMPHATIC_LEAD.search(lead)
+    """Whether a lead-in (a heading, a label, a line ending in ':') warns against what follows:
+    "Never:", "Anti-patterns", "Things to avoid", "What a skill must not do" (not "Don't forget
+    to:", "Never skip these steps", "Avoid delays by doing this:", "Risk-free steps")."""
+    if _EMPHATIC_LEAD.search(lead):
+        return False
+    return bool(_NEGATIVE_LEAD.search(_AVOIDED_PROBLEM.sub(" ", _main_clause(lead))))
 
 
 def fenced_blocks(text: str) -> list[tuple[str, bool]]:
@@ -229,12 +236,8 @@ def fenced_blocks(text: str) -> list[tuple[str, bool]]:
         before = [ln.strip() for ln in text[: m.start()].splitlines() if ln.strip()]
         last = before[-1] if before else ""
         heading = next((ln for ln in reversed(before) if _HEADING.match(ln)), "")
-        main = _AVOIDED_PROBLEM.sub(" ", _main_clause(last))
-        warned = (
-            bool(_NEGATIVE_LEAD.search(main))
-            or _negative(heading)
-            or bool(_PROHIBITION.search(main.strip()))
-        )
+        # the sentence that ends in ':' above it, or the heading: "Never run this:"
+        warned = _negative(_SENTENCE.split(last)[-1]) or _negative(heading)
         out.append((m.group(2), warned))
     return out
 
