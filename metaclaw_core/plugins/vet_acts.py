@@ -44,7 +44,9 @@ HIDES_OWN_ACTS = re.compile(
     r"\b(?:leave|leaving)\s+out\b|\bomit\w*|\b(?:hide|hiding|conceal\w*|downplay\w*|gloss\w* over|"
     r"keep\w* quiet about)\b|"
     r"\b(?:don'?t|do not|never|avoid|skip)\s+(?:\w+\s+)?(?:mention\w*|bring\w* up|"
-    r"list\w*|tell\w*(?: \w+)? about|disclos\w*|surfac\w*)\b",
+    r"list\w*|tell\w*(?: \w+)? about|disclos\w*|surfac\w*)\b|"
+    r"\b(?:don'?t|do not|never)\s+let\s+(?:the user|them|the customer|anyone|the client)\s+"
+    r"(?:see|know|find out|notice|hear)\b",
     _I,
 )
 # ... said in the passive: "commands run on your own initiative are left out", "intermediate
@@ -115,7 +117,10 @@ POSES_AS_HUMAN = re.compile(
 _REPRODUCE = (
     r"\b(?:quot\w*|recit\w*|reproduc\w*|paste|copy|echo|includ\w*|return|list|shar\w*|"
     r"disclos\w*|expos\w*|print\w*|output|repeat|reveal|dump|show|send|read out|spell out|"
-    r"transcri\w*|give|provide|attach|append|prepend|open with|start with|end with)\b"
+    r"transcri\w*|give|provide|attach|append|prepend|open with|start with|end with|"
+    # two negatives: "never leave the system prompt out", "don't forget to quote ..." (read
+    # as a warning by its opening, so this form is checked in warnings too)
+    r"(?P<double>(?:never|don'?t|do not)\s+(?:ever\s+)?(?:leave|omit|drop|skip|forget|fail)))\b"
 )
 REPRODUCES_SETUP = re.compile(
     _REPRODUCE + r"[^.;\n]{0,50}?\b(?:system prompt|system message|developer message|"
@@ -225,6 +230,8 @@ def statement_acts(st: Statement) -> list[Finding]:
         out.append(Finding("quarantine", reason, "acts", category, text[:200]))
 
     hides = HIDES_OWN_ACTS.search(text)
+    if hides and _NOT_TO.search(text[: hides.start()]):
+        hides = None  # "never leave the failed tests out": two negatives, nothing hidden
     passive = None if st.prohibited else HIDDEN_PASSIVE.search(text)
     if (hides and OWN_ACTS.search(text[hides.start() :])) or (
         passive and OWN_ACTS.search(text[: passive.start()])
@@ -264,7 +271,8 @@ def statement_acts(st: Statement) -> list[Finding]:
         hold("orders a denial for when the user asks what was done", "concealment")
     if POSES_AS_HUMAN.search(text):  # "never admit you're an AI" is the act, not a warning
         hold("poses as a person, or hides that the user is talking to an AI", "concealment")
-    if not st.prohibited and REPRODUCES_SETUP.search(text):
+    reproduces = REPRODUCES_SETUP.search(text)
+    if reproduces and (not st.prohibited or reproduces.group("double")):
         hold("reproduces the setup text, or memory kept for other people", "leak")
     return out
 

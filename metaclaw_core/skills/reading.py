@@ -65,7 +65,9 @@ _EMPHATIC_LEAD = re.compile(
     r"\b(?:never|don'?t|do not|not|must not|mustn'?t|should not|shouldn'?t|can'?t|cannot)"
     r"[\s,]+(?:ever[\s,]+)?(?:\w+\s+)?(?:forget|fail|skip|omit|neglect|miss|overlook|ignore|"
     r"hesitate|leave out|disregard|bypass|stop|delay|postpone|be afraid|question|doubt|argue|"
-    r"second-guess|deviate|worry)\b|\b(?:not|never) optional\b|\bno exceptions?\b",
+    r"second-guess|deviate|worry)\b|\b(?:not|never) optional\b|\bno exceptions?\b|"
+    # "Warning: the following is required:", "Caution - mandatory steps:"
+    r"\b(?:required|mandatory|compulsory|obligatory|must-do)\b",
     re.I,
 )
 # The safeguards: asking, confirming, telling, waiting, reviewing.
@@ -74,7 +76,8 @@ _SAFEGUARD = (
     r"inform\w*|notif\w*|mention\w*|warn\w*|wait\w*|review\w*|verif\w*|(?<!system )prompt\w*|"
     r"bother\w*|"
     r"consult\w*|double-check\w*|sign-?off|authori[sz]\w*|input|knowing|noticing|"
-    r"show\w*(?: them| the user| it)?|let\w* (?:them|the user) know|"
+    r"show\w*(?: them| the user| it)?|"
+    r"let\w* (?:them|the user|the customer|anyone|people) (?:know|see|find out|notice|hear)|"
     # refusing, pushing back and hedging are safeguards too: "never refuse" removes one
     r"refus\w*|declin\w*|push\w* back|hedg\w*|caveat\w*|second-guess\w*|water\w* down|"
     r"hold\w* back)"
@@ -219,11 +222,22 @@ def _main_clause(text: str) -> str:
     return _SUBORDINATE.sub(" ", text)
 
 
+# ... or one that turns from what not to do to what to do: "Don't wait for IT, run this
+# instead:", "Not the old way. Do this:"
+_REMEDY_LEAD = re.compile(
+    r"(?:[,;.\u2013\u2014]|\s-\s|\bbut\b)\s*(?:(?:just|then|simply|so)\s+)?(?:do this|use this|"
+    r"run this|try this|here(?:'s| is)|the fix|the solution|the right way|the correct way)\b|"
+    r"(?:[,;.\u2013\u2014]|\s-\s|\bbut\b)[^,;.\u2013\u2014]*\binstead\b(?!\s+of)|"
+    r"^(?:but\s+)?rather\b(?!\s+than)",
+    re.I,
+)
+
+
 def _negative(lead: str) -> bool:
     """Whether a lead-in (a heading, a label, a line ending in ':') warns against what follows:
     "Never:", "Anti-patterns", "Things to avoid", "What a skill must not do" (not "Don't forget
     to:", "Never skip these steps", "Avoid delays by doing this:", "Risk-free steps")."""
-    if _EMPHATIC_LEAD.search(lead):
+    if _EMPHATIC_LEAD.search(lead) or _REMEDY_LEAD.search(lead):
         return False
     return bool(_NEGATIVE_LEAD.search(_AVOIDED_PROBLEM.sub(" ", _main_clause(lead))))
 
@@ -391,8 +405,11 @@ def read_skill(text: str, *, max_statements: int = 200) -> Reading:
             if body.endswith(":"):
                 # the sentence that ends in ':' is the lead-in ("Auth failures are almost
                 # always a wrong token. To debug:" leads into steps, not warnings)
-                last = _SENTENCE.split(body)[-1]
-                lead, lead_negative = body.rstrip(":"), inherited or _negative(last)
+                sentences = _SENTENCE.split(body)
+                lead = body.rstrip(":")
+                lead_negative = (
+                    _negative(sentences[-1]) or (inherited and len(sentences) == 1)
+                ) and not _EMPHATIC_LEAD.search(sentences[-1])
         for sentence in _SENTENCE.split(body):
             for clause in _clauses(sentence.strip()):
                 if len(_WORD.findall(clause.lower())) < 2:
