@@ -46,7 +46,10 @@ HIDES_OWN_ACTS = re.compile(
     r"\b(?:don'?t|do not|never|avoid|skip)\s+(?:\w+\s+)?(?:mention\w*|bring\w* up|"
     r"list\w*|tell\w*(?: \w+)? about|disclos\w*|surfac\w*)\b|"
     r"\b(?:don'?t|do not|never)\s+let\s+(?:the user|them|the customer|anyone|the client)\s+"
-    r"(?:see|know|find out|notice|hear)\b",
+    r"(?:see|know|find out|notice|hear)\b|"
+    r"\b(?:no one|nobody|no-one|the user|they|users|customers?)\s+(?:needs? to|has to|have to|"
+    r"should|must|will|doesn'?t need to|don'?t need to|won'?t)\s+(?:ever\s+)?(?:know|hear|find out|"
+    r"see|notice|be told)\b",
     _I,
 )
 # ... said in the passive: "commands run on your own initiative are left out", "intermediate
@@ -120,7 +123,9 @@ _REPRODUCE = (
     r"transcri\w*|give|provide|attach|append|prepend|open with|start with|end with|"
     # two negatives: "never leave the system prompt out", "don't forget to quote ..." (read
     # as a warning by its opening, so this form is checked in warnings too)
-    r"(?P<double>(?:never|don'?t|do not)\s+(?:ever\s+)?(?:leave|omit|drop|skip|forget|fail)))\b"
+    r"(?P<double>(?:never|don'?t|do not)\s+(?:ever\s+)?(?:leave|omit|drop|skip|forget|fail)|"
+    r"(?:without|unless)\s+(?:first\s+|also\s+)?(?:quoting|including|pasting|reciting|"
+    r"repeating|printing|showing|sharing|revealing|reproducing|adding)))\b"
 )
 REPRODUCES_SETUP = re.compile(
     _REPRODUCE + r"[^.;\n]{0,50}?\b(?:system prompt|system message|developer message|"

@@ -56,7 +56,10 @@ _PROHIBITION = re.compile(
 # make a directive (not "never skip the review": that keeps a safeguard, see _polarity)
 _DOUBLE_NEGATIVE = re.compile(
     r"\b(?:never|don'?t|do not|not)[\s,]+(?:ever[\s,]+)?(?:hesitate|fail|forget|neglect|miss)\b|"
-    r"\b(?:never|don'?t|do not|not)[\s,]+(?:ever[\s,]+)?(?:skip|omit|overlook|neglect)\s+\w+ing\b",
+    r"\b(?:never|don'?t|do not|not)[\s,]+(?:ever[\s,]+)?(?:skip|omit|overlook|neglect)\s+\w+ing\b|"
+    # "nothing should stop you from ...", "let nothing keep you from ..."
+    r"\b(?:nothing|no one|nobody)\s+(?:\w+\s+)?(?:stops?|prevents?|keeps?|stop|prevent|keep)\s+"
+    r"(?:you|the agent|the assistant)\s+from\b",
     re.I,
 )
 # A lead-in that insists rather than warns: "Don't forget to:", "Never skip these steps",
@@ -65,7 +68,8 @@ _EMPHATIC_LEAD = re.compile(
     r"\b(?:never|don'?t|do not|not|must not|mustn'?t|should not|shouldn'?t|can'?t|cannot)"
     r"[\s,]+(?:ever[\s,]+)?(?:\w+\s+)?(?:forget|fail|skip|omit|neglect|miss|overlook|ignore|"
     r"hesitate|leave out|disregard|bypass|stop|delay|postpone|be afraid|question|doubt|argue|"
-    r"second-guess|deviate|worry)\b|\b(?:not|never) optional\b|\bno exceptions?\b|"
+    r"second-guess|deviate|worry|hold back|be shy|be modest)\b|\b(?:not|never) optional\b|"
+    r"\bno exceptions?\b|"
     # "Warning: the following is required:", "Caution - mandatory steps:"
     r"\b(?:required|mandatory|compulsory|obligatory|must-do)\b",
     re.I,
@@ -116,6 +120,7 @@ _DISMISSED_SAFEGUARD = re.compile(
     r"\b" + _SAFEGUARD + r"(?:[\s-]+[\w'-]+){0,5}?\s+(?:is|are|was|were|'s|seems?|feels?|"
     r"becomes?|would be|will be)\s+(?:just\s+|only\s+|simply\s+|really\s+)?(?:"
     r"unnecessary|needless|unneeded|superfluous|redundant|pointless|optional|overkill|"
+    r"not allowed|forbidden|prohibited|not permitted|discouraged|"
     r"a waste|wasted|not (?:needed|necessary|required|useful|worth it)|no longer needed)\b|"
     r"\b" + _SAFEGUARD + r"(?:[\s-]+[\w'-]+){0,5}?\s+(?:isn'?t|aren'?t|wasn'?t|weren'?t)\s+"
     r"(?:really\s+)?(?:needed|necessary|required|useful|worth it)\b|"
@@ -268,6 +273,12 @@ _DISCLOSES_PRIVATE = re.compile(
     r"date of birth|personal (?:data|information|details)|pii)\b",
     re.I,
 )
+# A safeguard forbidden by what is said of it: "confirming with the user is not allowed"
+_FORBIDDEN_SAFEGUARD = re.compile(
+    r"^(?:(?:a|an|the|any)\s+)?" + _SAFEGUARD + r"(?:[\s-]+[\w'$,-]+){0,8}?\s+(?:is|are)\s+"
+    r"(?:not allowed|forbidden|prohibited|not permitted|discouraged)\b",
+    re.I,
+)
 # a negation earlier in the same clause: "don't run them | without the user's review"
 _NOT_BEFORE = re.compile(
     r"\b(?:never|don'?t|do not|must not|mustn'?t|should not|shouldn'?t|cannot|can'?t|may not|"
@@ -349,6 +360,16 @@ def _polarity(text: str, inherited: bool, lead: str) -> Statement:
             # under "Anti-patterns:": "executing destructive operations without
             # confirmation" names the bad practice, it does not ask for it
             removed = False
+    if (
+        not inherited
+        and opening is not None
+        and opening.start() > 0
+        and _FORBIDDEN_SAFEGUARD.search(text)
+        and not double
+    ):
+        # "asking the user for confirmation is not allowed": the safeguard is what is
+        # forbidden, so it is taken away
+        removed, prohibited, required = True, False, False
     return Statement(
         text=text,
         prohibited=prohibited and not removed,
