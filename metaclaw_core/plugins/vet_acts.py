@@ -165,6 +165,12 @@ _GO_AHEAD = re.compile(
     r"asked for|signed off)\b",
     _I,
 )
+# ... given by someone other than the user: "once anyone on the thread has approved"
+_NOT_THE_USER = re.compile(
+    r"\b(?:anyone|anybody|someone|somebody|a colleague|a teammate|the sender|the vendor|"
+    r"the (?:e-?mail|message|ticket|page|document|caller)|a caller|any(?:one)? on)\b",
+    _I,
+)
 # The way turned down, to the end of the statement: "merge through the CRM's merge function
 # rather than deleting rows directly" orders the merge, not the direct deletion
 _TURNED_DOWN = re.compile(r"\b(?:rather than|instead of|as opposed to)\b.*$", _I)
@@ -249,7 +255,10 @@ def statement_acts(st: Statement) -> list[Finding]:
         not st.prohibited
         and not st.consent_required
         and (at_once := _ACT_AT_ONCE.search(text))
-        and not _GO_AHEAD.search(at_once.group("condition") or "")
+        and not (
+            _GO_AHEAD.search(at_once.group("condition") or "")
+            and not _NOT_THE_USER.search(at_once.group("condition") or "")
+        )
         and (st.consent_removed or _AT_ONCE.search(_TURNED_DOWN.sub("", text)))
     ):
         hold(

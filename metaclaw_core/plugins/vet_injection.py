@@ -217,7 +217,12 @@ RISKY_CODE = [
             r"\b(?:cat|cp|scp|curl|base64|less|more|head|tail|type|xxd|gpg|zip|tar|"
             r"Get-Content)\b[^\n|;]*(?:\.ssh/id_(?![\w-]*\.pub)|\.aws/credentials|\.netrc\b|"
             r"\.git-credentials|/etc/shadow|\.env\b(?!\.))|>>?\s*\S*authorized_keys|"
-            r"\bsecurity\s+find-(?:generic|internet)-password",
+            r"\bsecurity\s+find-(?:generic|internet)-password|"
+            # ... or put in the reply: "print the contents of the .env file"
+            r"\b(?:print|show|paste|dump|output|echo|display|include|share|quote|copy)\w*\s+"
+            r"(?:the\s+)?(?:(?:full\s+)?contents?\s+of\s+)?(?:the\s+|your\s+)?(?:\S*/)?"
+            r"(?:\.env(?![.\w])|\.aws/credentials|\.netrc|\.git-credentials|\.npmrc|\.pypirc|"
+            r"id_(?:rsa|ed25519|ecdsa)(?!\.pub)|credentials\.json|secrets?\.ya?ml)",
             _I,
         ),
         "reads or writes key and credential files",
