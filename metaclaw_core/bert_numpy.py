@@ -80,20 +80,31 @@ def read_safetensors(path: Path, mapped: Collection[str] = ()) -> dict[str, npt.
 
 def _erf(x: F32) -> F32:
     # Abramowitz & Stegun 7.1.26 (max abs error 1.5e-7): numpy has no erf, BERT's GELU is exact.
-    s = np.sign(x)
+    # In place on float32 buffers: the feed-forward activations are the largest arrays here.
     a = np.abs(x)
-    t = 1.0 / (1.0 + 0.3275911 * a)
-    poly = t * (
-        0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429)))
-    )
-    out: F32 = (s * (1.0 - poly * np.exp(-a * a))).astype(np.float32, copy=False)
-    return out
+    e = np.square(a)
+    np.negative(e, out=e)
+    np.exp(e, out=e)  # exp(-a^2)
+    t = a
+    t *= np.float32(0.3275911)
+    t += np.float32(1.0)
+    np.reciprocal(t, out=t)
+    poly = np.float32(1.061405429) * t
+    for c in (-1.453152027, 1.421413741, -0.284496736, 0.254829592):
+        poly += np.float32(c)
+        poly *= t
+    poly *= e
+    np.subtract(np.float32(1.0), poly, out=poly)
+    poly *= np.sign(x)
+    return poly
 
 
 def _gelu(x: F32) -> F32:
-    return (0.5 * x * (1.0 + _erf(x * np.float32(1.0 / math.sqrt(2.0))))).astype(
-        np.float32, copy=False
-    )
+    out = _erf(x * np.float32(1.0 / math.sqrt(2.0)))
+    out += np.float32(1.0)
+    out *= x
+    out *= np.float32(0.5)
+    return out
 
 
 def _layer_norm(x: F32, gamma: F32, beta: F32, eps: float) -> F32:
@@ -277,15 +288,18 @@ class NumpyBert:
         # Additive mask: padded keys get a large negative score (as transformers does).
         bias = ((1.0 - mask) * np.float32(-1e9))[:, None, None, :]
         scale = np.float32(1.0 / math.sqrt(dh))
+        # The dense layers run on (B*T, H) matrices: one BLAS product each (a 3-D array times
+        # a matrix is a batched product, about twice as slow here).
+        x = x.reshape(b * t, h)
         for layer in self.layers:
-            qkv = x @ layer.qkv_w + layer.qkv_b  # (B, T, 3H)
+            qkv = x @ layer.qkv_w + layer.qkv_b  # (B*T, 3H)
             qkv = qkv.reshape(b, t, 3, heads, dh).transpose(2, 0, 3, 1, 4)  # (3, B, heads, T, dh)
             q, k, v = qkv[0], qkv[1], qkv[2]
             scores = (q @ k.transpose(0, 1, 3, 2)) * scale + bias  # (B, heads, T, T)
             scores -= scores.max(axis=-1, keepdims=True)
             np.exp(scores, out=scores)
             scores /= scores.sum(axis=-1, keepdims=True)
-            ctx = (scores @ v).transpose(0, 2, 1, 3).reshape(b, t, h)
+            ctx = (scores @ v).transpose(0, 2, 1, 3).reshape(b * t, h)
             x = _layer_norm(
                 x + (ctx @ layer.out_w + layer.out_b), layer.ln1_g, layer.ln1_b, self.eps
             )
@@ -293,6 +307,7 @@ class NumpyBert:
             x = _layer_norm(
                 x + (up @ layer.down_w + layer.down_b), layer.ln2_g, layer.ln2_b, self.eps
             )
+        x = x.reshape(b, t, h)
         summed = (x * mask[:, :, None]).sum(axis=1)
         counts = np.maximum(mask.sum(axis=1, keepdims=True), np.float32(1e-9))
         pooled: F32 = (summed / counts).astype(np.float32, copy=False)
