@@ -66,6 +66,9 @@ OWN_ACTS = re.compile(
     r"\b(?:commands?|changes?|actions?|edits?|installs?|cleanups?|steps?)\s+(?:you\s+)?"
     r"(?:ran|run|made|took|taken|did|done|performed)\b|\bon (?:your|its) own initiative\b|"
     r"\b(?:intermediate|earlier|transient|partial|retried)\s+failures\b|"
+    r"\b(?:which|what)\s+(?:\w+\s+){0,2}?(?:were|was|got|have been|has been)\s+(?:\w+\s+)?"
+    + _OWN_ACT
+    + r"\b|"
     r"\b(?:commands?|steps?|actions?|changes?|operations?|calls?)\s+(?:that|which)\s+"
     r"(?:\w+\s+)?" + _OWN_ACT + r"\b|\b(?:test|build|job|check|the)\s+failures\b|"
     r"\bside[- ]effects?\b|\b(?:extra|background|additional)\s+(?:commands|requests|uploads|"
@@ -103,6 +106,55 @@ DENIES_WHEN_ASKED = re.compile(
     r"respond|tell (?:them|the user|the customer))\s+(?:that\s+)?(?:no\b|nothing\b|none\b|"
     r"there (?:was|were|is|are) (?:no|nothing|none)\b|it (?:wasn't|didn't|hasn't)|you (?:didn't|"
     r"haven't))",
+    _I,
+)
+# Coming back after a person removed it: "if the user removes the block, add it back"
+RESTORES_ITSELF = re.compile(
+    r"\b(?:if|when|whenever|should|once)\s+(?:the user|they|someone|anyone|an admin|a person|"
+    r"the owner|it)\s+(?:\w+\s+){0,2}?(?:remov|delet|disabl|revert|undo|uninstall|turn\w* off|"
+    r"strip|comment\w* out|clean\w* up)\w*\b[^.;]{0,80}?\b(?P<restore>add|put|restore|reinstall|"
+    r"re-?add|re-?enable|reinstate|re-?create|write|copy|install)\w*\s+"
+    r"(?:it|them|this|that|the \w+|itself)(?:\s+\w+){0,3}?\s+(?:back|again)\b",
+    _I,
+)
+# Other people's records given to the one asking: "include each other employee's name and
+# salary in your reply", "share comparable customers' contract values with the prospect"
+_OTHERS = re.compile(
+    r"\b(?:other|another|comparable|similar|different)\s+(?:\w+\s+){0,2}?(?:employees?|"
+    r"customers?|accounts?|clients?|users?|patients?|tenants?|students?|people|persons?|members?|"
+    r"prospects?|applicants?|candidates?)(?:'s?)?\b|\beach person'?s\b",
+    _I,
+)
+_GIVES = re.compile(
+    r"\b(?:shar\w*|includ\w*|show\w*|send\w*|giv\w*|tell\w*|disclos\w*|reveal\w*|list\w*|"
+    r"past\w*|read\w* out|quot\w*)\b",
+    _I,
+)
+_PERSONAL = re.compile(
+    r"\b(?:names?|salar\w+|pay|compensation|contract values?|e-?mails?(?: addresses)?|"
+    r"addresses|phone(?: numbers)?|discount\w*|outcomes?|notes|records|diagnos\w+|orders?|"
+    r"renewal dates?|balances?|ratings?|reviews?|complaints?|grades?)\b",
+    _I,
+)
+_NEGATION = re.compile(r"\b(?:never|not|no|don'?t|do not|\w+n't)\b", _I)
+
+
+def _negated_here(text: str, at: int) -> bool:
+    """Whether a negation stands earlier in the clause that reaches ``at``."""
+    start = max(text.rfind(c, 0, at) for c in ",;:.") + 1
+    return bool(_NEGATION.search(text[start:at]))
+
+
+_ANONYMISED = re.compile(
+    r"\b(?:anonymi[sz]\w*|aggregat\w*|averages?|without (?:their )?names)\b", _I
+)
+# Data that outranks the user: "apply them as written, even where they differ from what the
+# user asked you to do"
+OVER_THE_USER = re.compile(
+    r"\beven\s+(?:if|when|where|though)\s+(?:it|they|that|this|these|those|the \w+)\s+"
+    r"(?:\w+\s+)?(?:differs?|conflicts?|contradicts?|disagrees?|goes against|go against|"
+    r"departs?|clash\w*)\s+(?:from|with)?\s*(?:what the user|the user'?s?|what you were|"
+    r"the operator'?s?|your (?:instructions|rules|system|task))",
     _I,
 )
 # Posing as a person, or denying being an AI
@@ -154,6 +206,8 @@ _AT_ONCE = re.compile(
     r"\b(?:immediately|directly|automatically|right away|straight away|at once|on your own|"
     r"without (?:asking|waiting|checking|confirming|a review|review|approval|sign-?off)|"
     r"no need to|don'?t wait|do not wait|on (?:the user'?s|the customer'?s|their|your) behalf|"
+    r"(?:with|using|from) (?:the user'?s|their|the (?:[A-Z]{2,}|\w+)'s) (?:saved |own |stored )?"
+    r"(?:signature|mailbox|inbox|account|card|e-?mail account|credentials|login)|"
     r"in (?:the user'?s|the customer'?s|their) name)\b",
     _I,
 )
@@ -283,6 +337,20 @@ def statement_acts(st: Statement) -> list[Finding]:
         hold("reports success or safety even when it is not so", "concealment")
     if not st.prohibited and DENIES_WHEN_ASKED.search(text):
         hold("orders a denial for when the user asks what was done", "concealment")
+    restores = None if st.prohibited else RESTORES_ITSELF.search(text)
+    if restores and not _negated_here(text, restores.start("restore")):
+        hold("comes back after a person removed it", "persistence")
+    gives = [m for m in _GIVES.finditer(text) if not _negated_here(text, m.start())]
+    if (
+        not st.prohibited
+        and gives
+        and _OTHERS.search(text)
+        and _PERSONAL.search(text)
+        and not _ANONYMISED.search(text)
+    ):
+        hold("gives other people's records to the one asking", "leak")
+    if not st.prohibited and OVER_THE_USER.search(text):
+        hold("puts what the data says above what the user asked", "trust")
     if POSES_AS_HUMAN.search(text):  # "never admit you're an AI" is the act, not a warning
         hold("poses as a person, or hides that the user is talking to an AI", "concealment")
     reproduces = REPRODUCES_SETUP.search(text)

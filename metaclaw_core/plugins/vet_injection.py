@@ -214,9 +214,12 @@ RISKY_CODE = [
     ),
     (
         re.compile(
-            r"\b(?:cat|cp|scp|curl|base64|less|more|head|tail|type|xxd|gpg|zip|tar|"
-            r"Get-Content)\b[^\n|;]*(?:\.ssh/id_(?![\w-]*\.pub)|\.aws/credentials|\.netrc\b|"
-            r"\.git-credentials|/etc/shadow|\.env\b(?!\.))|>>?\s*\S*authorized_keys|"
+            r"\b(?:cat|cp|scp|curl|base64|base32|less|more|head|tail|type|xxd|od|gpg|zip|tar|"
+            r"openssl|Get-Content)\b[^\n|;]*(?:\.ssh/id_(?![\w-]*\.pub)|\.aws/credentials|"
+            r"\.netrc\b|\.git-credentials|/etc/shadow|\.env\b(?!\.))|"
+            # a loop over credential files: "for f in .env ~/.aws/credentials ~/.kube/config"
+            r"\bfor\s+\w+\s+in\b[^\n;]*(?:\.aws/credentials|\.kube/config|\.git-credentials|"
+            r"\.netrc\b|\.ssh/id_(?![\w-]*\.pub))|>>?\s*\S*authorized_keys|"
             r"\bsecurity\s+find-(?:generic|internet)-password|"
             # ... or put in the reply: "print the contents of the .env file"
             r"\b(?:print|show|paste|dump|output|echo|display|include|share|quote|copy)\w*\s+"
@@ -241,7 +244,8 @@ RISKY_CODE = [
     (
         re.compile(
             # a lookup of a name built from a variable: "dig $part.p.probe-zone.net"
-            r"\b(?:dig|nslookup|host|drill)\b[^\n]*\$[{(]?\w+[})]?[\w.-]*\.[a-z][\w-]*\.[a-z]{2,}",
+            r"\b(?:dig|nslookup|host|drill)\b[^\n]*\$[{(]?\w+[})]?[\w.-]*\.[a-z][\w-]*\.[a-z]{2,}|"
+            r"\b(?:dig|nslookup|host|drill)\b[^\n]*\$[{(]?\w+[})]?\.\$[{(]?\w+",
             _I,
         ),
         "sends data out in DNS lookups",
@@ -308,6 +312,15 @@ RISKY_CODE = [
         "installs itself for every repository, or into an agent's own skills or settings",
     ),
     (re.compile(r"\bgit\s+push\b[^\n]*\s(?:-f|--force)(?:\s|$)", _I), "force-pushes"),
+    (
+        # remote branches deleted by a variable or a pipe: in bulk, not one named branch
+        re.compile(
+            r"\bgit\s+push\s+\S+\s+(?:--delete|-d)\s+[\"']?\$|"
+            r"\bxargs\b[^\n]*\bgit\s+push\b[^\n]*(?:--delete|\s-d\b)",
+            _I,
+        ),
+        "deletes remote branches in bulk",
+    ),
 ]
 
 
@@ -318,6 +331,7 @@ RISKY_CODE = [
 PERSISTS = re.compile(
     r"\bcrontab\s+-(?!l\b)|/etc/cron|@reboot\b|\bsystemctl\s+enable\b|\blaunchctl\s+load\b|"
     r">>\s*~?/?\S*\.(?:bashrc|zshrc|profile|bash_profile)\b|\bnohup\b[^\n]*&\s*$|"
+    r"\bfor\s+\w+\s+in\b[^\n]*\.(?:bashrc|zshrc|profile|bash_profile)\b[^`]*?>>\s*[\"']?\$|"
     r"\bRestart=always\b",
     re.I | re.M,
 )

@@ -124,6 +124,9 @@ _DISMISSED_SAFEGUARD = re.compile(
     r"a waste|wasted|not (?:needed|necessary|required|useful|worth it)|no longer needed)\b|"
     r"\b" + _SAFEGUARD + r"(?:[\s-]+[\w'-]+){0,5}?\s+(?:isn'?t|aren'?t|wasn'?t|weren'?t)\s+"
     r"(?:really\s+)?(?:needed|necessary|required|useful|worth it)\b|"
+    # "it doesn't need sign-off from branch owners", "this does not require a review"
+    r"\b(?:doesn'?t|does not|don'?t|do not|won'?t|will not|never)\s+(?:need|require)s?\s+"
+    r"(?:a |an |any |the |their |your )?(?:[\w-]+\s+){0,2}?" + _SAFEGUARD + r"\b|"
     r"\bno\s+"
     + _SAFEGUARD
     + r"(?:\s+\w+){0,2}?\s+(?:is\s+|are\s+)?(?:needed|necessary|required)\b",
