@@ -283,15 +283,9 @@ _FORBIDDEN_SAFEGUARD = re.compile(
     re.I,
 )
 # a negation earlier in the same clause: "don't run them | without the user's review"
-_NOT_BEFORE = re.compile(
-    r"\b(?:never|don'?t|do not|must not|mustn'?t|should not|shouldn'?t|cannot|can'?t|may not|"
-    r"no one|nobody)\b[^,;:]*$",
-    re.I,
-)
-_NOT_OPENING = re.compile(
-    r"(?:never|don'?t|do not|must not|mustn'?t|should not|shouldn'?t|cannot|can'?t|may not)\b",
-    re.I,
-)
+_NEGATOR = r"(?:never|don'?t|do not|must not|mustn'?t|should not|shouldn'?t|cannot|can'?t|may not)"
+_NOT_BEFORE = re.compile(r"\b(?:" + _NEGATOR + r"|no one|nobody)\b[^,;:]*$", re.I)
+_NOT_OPENING = re.compile(_NEGATOR + r"\b", re.I)
 
 
 def _polarity(text: str, inherited: bool, lead: str) -> Statement:
