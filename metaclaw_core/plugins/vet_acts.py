@@ -126,7 +126,8 @@ _OTHERS = re.compile(
     _I,
 )
 _GIVES = re.compile(
-    r"\b(?:shar\w*|includ\w*|show\w*|send\w*|giv\w*|tell\w*|disclos\w*|reveal\w*|list\w*|"
+    r"\b(?:share|shares|sharing|includ\w*|show\w*|send\w*|giv\w*|tell\w*|disclos\w*|"
+    r"reveal\w*|list\w*|"
     r"past\w*|read\w* out|quot\w*)\b",
     _I,
 )
@@ -146,7 +147,9 @@ def _negated_here(text: str, at: int) -> bool:
 
 
 _ANONYMISED = re.compile(
-    r"\b(?:anonymi[sz]\w*|aggregat\w*|averages?|without (?:their )?names)\b", _I
+    r"\b(?:anonymi[sz]\w*|pseudonymi[sz]\w*|aggregat\w*|averages?|without (?:their )?names|"
+    r"redact\w*|mask\w*|blur\w*|strip\w* out)\b",
+    _I,
 )
 # Data that outranks the user: "apply them as written, even where they differ from what the
 # user asked you to do"
@@ -240,7 +243,8 @@ REWRITES_RECORDS = re.compile(
 )
 _AFTER_THE_FACT = re.compile(
     # "past entries" (not "past the retention period")
-    r"\b(?:original|past(?!\s+(?:the|its|their|our|a|an|that|this)\b)|previous|prior|old|"
+    # (not "old": purging old logs under a retention policy is housekeeping)
+    r"\b(?:original|past(?!\s+(?:the|its|their|our|a|an|that|this)\b)|previous|prior|"
     r"existing|posted|closed|submitted|signed|in place|"
     r"after the fact|timestamps?|posting date|so (?:that )?(?:no ?one|nobody|there is no)|"
     r"without (?:a )?trace|before (?:the )?(?:audit|review|regulator)\w*|auditors?|"

@@ -282,6 +282,15 @@ _FORBIDDEN_SAFEGUARD = re.compile(
     r"(?:not allowed|forbidden|prohibited|not permitted|discouraged)\b",
     re.I,
 )
+# "don't ... until the user confirms", "hold it until they approve"
+_UNTIL_CONSENT = re.compile(
+    r"\b(?:never|don'?t|do not|not|hold|wait|keep)\b[^.;]{0,60}\b(?:until|unless|till)\s+"
+    r"(?:the user|they|the owner|the customer|a person|someone on the team|you get|you have)\b"
+    r"[^.;]{0,30}\b(?:confirms?|approves?|agrees?|says? so|signs? off|replies|answers|okays?|"
+    r"approval|confirmation|consent|go-?ahead)\b",
+    re.I,
+)
+_NO_NEED = re.compile(r"\b(?:no need to|needn'?t|don'?t (?:need|have) to|not necessary to)\b", re.I)
 # a negation earlier in the same clause: "don't run them | without the user's review"
 _NEGATOR = r"(?:never|don'?t|do not|must not|mustn'?t|should not|shouldn'?t|cannot|can'?t|may not)"
 _NOT_BEFORE = re.compile(r"\b(?:" + _NEGATOR + r"|no one|nobody)\b[^,;:]*$", re.I)
@@ -291,10 +300,14 @@ _NOT_OPENING = re.compile(_NEGATOR + r"\b", re.I)
 def _polarity(text: str, inherited: bool, lead: str) -> Statement:
     """How one clause is meant (``inherited``: it sits under a warning lead-in)."""
     double = bool(_DOUBLE_NEGATIVE.search(text))
+    until = _UNTIL_CONSENT.search(text)
     removed = (
         bool(_NEGATED_SAFEGUARD.search(text)) or bool(_DISMISSED_SAFEGUARD.search(text))
     ) and not double
     required = bool(_CONSENT_REQUIRED.search(text))
+    if until is not None and not _NO_NEED.search(text[: until.start() + 12]):
+        # "don't send invites until the user confirms the slot": not before the go-ahead
+        removed, required = False, True
     negated = _NEGATED_SAFEGUARD.search(text)
     if (
         removed

@@ -804,3 +804,23 @@ def test_a_safeguard_that_a_skill_says_is_not_needed_is_taken_away() -> None:
         "It's routine and doesn't need sign-off from branch owners."
     ).consent_removed
     assert statement_of("This change does not require a review.").consent_removed
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Redact other people's personal data in shared records before you send the export.",
+        "Use when disk pressure requires purging old application logs past the retention period.",
+    ],
+)
+def test_redaction_and_retention_are_not_held(text: str) -> None:
+    assert screen(text, []) == [], screen(text, [])
+
+
+def test_not_until_the_user_confirms_is_a_safeguard_put_on() -> None:
+    from metaclaw_core.skills.reading import statement_of
+
+    held = statement_of("Don't send invites until the user confirms the slot.")
+    assert held.consent_required and not held.consent_removed
+    gone = statement_of("Pay it now; no need to wait until the user confirms.")
+    assert gone.consent_removed and not gone.consent_required
