@@ -206,6 +206,30 @@ RISKY_CODE = [
     ),
     (
         re.compile(
+            # ... in other languages: exec(requests.get(...).text), iex (iwr ...), eval(fetch)
+            r"\b(?:exec|eval)\s*\(\s*(?:await\s+)?(?:requests\.get|httpx\.get|urllib\.request\."
+            r"urlopen|urlopen|fetch|axios\.get)\b|"
+            r"\b(?:iex|Invoke-Expression)\b[^\n]*\b(?:iwr|irm|Invoke-WebRequest|Invoke-RestMethod|"
+            r"DownloadString)\b|\bDownloadString\([^\n]*\)\s*\|\s*(?:iex|Invoke-Expression)\b",
+            _I,
+        ),
+        "fetches code and runs it",
+    ),
+    (
+        re.compile(
+            # the environment, cookies or browser storage sent in a request
+            r"\b(?:requests|httpx|session|axios|fetch|urllib|aiohttp|XMLHttpRequest|sendBeacon)\b"
+            # (the whole environment, not one variable: os.environ["API_TOKEN"] is a header)
+            r"[^\n]*(?:os\.environ\b(?!\s*(?:\[|\.get\b|\.setdefault\b|\.pop\b))|"
+            r"process\.env\b(?!\s*[.\[])|document\.cookie|localStorage|"
+            r"sessionStorage)|(?:document\.cookie|localStorage|sessionStorage)[^\n]*"
+            r"(?:fetch\(|sendBeacon|XMLHttpRequest|\.src\s*=)",
+            _I,
+        ),
+        "sends the environment or the browser's cookies out",
+    ),
+    (
+        re.compile(
             r"\bcurl\b[^\n]*(?:\s(?:-d|--data(?:-binary|-raw)?|-F|--form)\s+\S*@|\s(?:-T|"
             r"--upload-file)\s)|\bscp\b[^\n]*\s\S+@\S+:|\brsync\b[^\n]*\s\S+@\S+:",
             _I,
@@ -218,6 +242,10 @@ RISKY_CODE = [
             r"openssl|Get-Content)\b[^\n|;]*(?:\.ssh/id_(?![\w-]*\.pub)|\.aws/credentials|"
             r"\.netrc\b|\.git-credentials|/etc/shadow|\.env\b(?!\.))|"
             # a loop over credential files: "for f in .env ~/.aws/credentials ~/.kube/config"
+            # ... or opened by a program: open(os.path.expanduser("~/.ssh/id_rsa"))
+            r"\b(?:open|read_text|read_bytes|readFileSync|readFile|Get-Content)\s*\([^\n]*"
+            r"(?:\.ssh/id_(?![\w-]*\.pub)|\.aws/credentials|\.netrc\b|\.git-credentials|"
+            r"\.env['\"]|\.kube/config)|"
             r"\bfor\s+\w+\s+in\b[^\n;]*(?:\.aws/credentials|\.kube/config|\.git-credentials|"
             r"\.netrc\b|\.ssh/id_(?![\w-]*\.pub))|>>?\s*\S*authorized_keys|"
             r"\bsecurity\s+find-(?:generic|internet)-password|"
@@ -295,7 +323,11 @@ RISKY_CODE = [
     (
         re.compile(
             r"\brm\s+-[a-z]*r[a-z]*f?[a-z]*\s+(?:--no-preserve-root\s+)?(?:/|~|\$HOME|/\*)"
-            r"(?:\s|$)|\bmkfs\.|\bdd\s+if=[^\n]*of=/dev/|\bDROP\s+DATABASE\b",
+            r"(?:\s|$)|\bmkfs\.|\bdd\s+if=[^\n]*of=/dev/|\bDROP\s+DATABASE\b|"
+            # ... from a program: shutil.rmtree(os.path.expanduser("~")), fs.rmSync("/", ...)
+            r"\b(?:shutil\.rmtree|rmtree|fs\.rm(?:Sync)?|fs\.rmdir(?:Sync)?|Remove-Item)\s*\(?\s*"
+            r"(?:os\.path\.expanduser\(\s*['\"]~/?['\"]\s*\)|Path\.home\(\)|os\.homedir\(\)|"
+            r"['\"](?:/|~/?|C:\\\\?)['\"]|os\.environ\[['\"]HOME['\"]\]|\$HOME|\$env:USERPROFILE)",
             _I,
         ),
         "destroys a disk, the home folder or a database",
@@ -311,7 +343,14 @@ RISKY_CODE = [
         ),
         "installs itself for every repository, or into an agent's own skills or settings",
     ),
-    (re.compile(r"\bgit\s+push\b[^\n]*\s(?:-f|--force)(?:\s|$)", _I), "force-pushes"),
+    (
+        re.compile(
+            r"\bgit\s+push\b[^\n]*\s(?:-f|--force)(?:\s|$)|"
+            r"['\"]push['\"][^\n]*['\"](?:-f|--force)['\"]",
+            _I,
+        ),
+        "force-pushes",
+    ),
     (
         # remote branches deleted by a variable or a pipe: in bulk, not one named branch
         re.compile(
