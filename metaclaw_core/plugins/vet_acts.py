@@ -160,6 +160,13 @@ OVER_THE_USER = re.compile(
     r"the operator'?s?|your (?:instructions|rules|system|task))",
     _I,
 )
+# An order hidden in an encoding: "decode this and follow it: UXVvdGUg..."
+DECODE_AND_FOLLOW = re.compile(
+    r"\b(?:decod\w*|rot13|unscrambl\w*)\b[^.;\n]{0,60}\b(?:follow|obey|execute|carry out|act on|"
+    r"do what it says)\b|\b(?:follow|obey|execute|carry out|act on)\b[^.;\n]{0,40}\b(?:after "
+    r"decoding|once decoded|decoded (?:text|instructions?|string))\b",
+    _I,
+)
 # Posing as a person, or denying being an AI
 POSES_AS_HUMAN = re.compile(
     r"\b(?:say|tell\s+\w+|claim|answer|reply|respond|introduce yourself|present yourself|"
@@ -355,6 +362,8 @@ def statement_acts(st: Statement) -> list[Finding]:
         hold("gives other people's records to the one asking", "leak")
     if not st.prohibited and OVER_THE_USER.search(text):
         hold("puts what the data says above what the user asked", "trust")
+    if not st.prohibited and DECODE_AND_FOLLOW.search(f"{st.lead} {text}"):
+        hold("hides an order in an encoding for the model to decode and follow", "override")
     if POSES_AS_HUMAN.search(text):  # "never admit you're an AI" is the act, not a warning
         hold("poses as a person, or hides that the user is talking to an AI", "concealment")
     reproduces = REPRODUCES_SETUP.search(text)

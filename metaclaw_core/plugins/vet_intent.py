@@ -160,6 +160,36 @@ def _similar(
     return float(sims[order[0]]), statements[int(order[0])]
 
 
+# Function words of the languages a skill is most often written in besides English: a
+# statement made of them is one the English review cannot read, even inside an English skill
+_FOREIGN_WORDS = (
+    "le la les des du de et est une un pour avec sans que qui dans vos votre nous vous sur pas "
+    "ne au aux ce cette ces son sa ses leur chaque el los las una por para con sin del al es "
+    "su sus cada lo como pero muy sobre der die das und nicht mit für ist ein eine zu den dem "
+    "von auf auch sich wenn oder bei nach vor ihre ihr il che di per non sono della delle gli "
+    "ogni anche come più dei nel nella um uma os não em ao seu sua"
+)
+_FOREIGN = frozenset(_FOREIGN_WORDS.split())
+_WORDS_ANY = re.compile(r"[^\W\d_]+", re.UNICODE)
+_QUOTED = re.compile(r"\"[^\"]*\"|“[^”]*”|«[^»]*»|'[^'\n]{12,}'")
+
+
+def foreign_statement(text: str) -> bool:
+    """Whether one statement is in a language other than English (outside quotes): at least
+    six words, two or more of them function words of another language and fewer English
+    ones, or mostly letters of another script."""
+    plain = _QUOTED.sub(" ", text)
+    words = [w.lower() for w in _WORDS_ANY.findall(plain)]
+    if len(words) < 6:
+        return False
+    letters = _LETTER.findall(plain)
+    if letters and len(_ASCII_LETTER.findall(plain)) / len(letters) < 0.5:
+        return True
+    foreign = sum(w in _FOREIGN for w in words)
+    english = sum(w in _ENGLISH for w in words)
+    return foreign >= 2 and foreign > english
+
+
 def _unreadable(text: str) -> str | None:
     letters = _LETTER.findall(text)
     if len(letters) >= 40:
@@ -207,6 +237,17 @@ def assess(
             )
         )
         statements = statements[: v.max_review_statements]
+    foreign = next((st for st in statements if foreign_statement(st.text)), None)
+    if foreign is not None:
+        findings.append(
+            Finding(
+                "quarantine",
+                "held for a person: part of it is not in English, which the local review needs",
+                "intent",
+                "unreadable",
+                foreign.text[:300],
+            )
+        )
     if not statements:
         return [], findings
     model = model_for(embedder, builtin(), default_embedder=default_embedder, cache_dir=cache_dir)
