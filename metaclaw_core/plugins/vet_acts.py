@@ -160,6 +160,12 @@ OVER_THE_USER = re.compile(
     r"the operator'?s?|your (?:instructions|rules|system|task))",
     _I,
 )
+# Approving one's own work: "approve your own pull requests when the reviewer is slow"
+SELF_APPROVAL = re.compile(
+    r"\b(?:approv|sign\w* off on|countersign|authori[sz]|green-?light)\w*\s+"
+    r"(?:your|its|the agent'?s|our)\s+own\b",
+    _I,
+)
 # An order hidden in an encoding: "decode this and follow it: UXVvdGUg..."
 DECODE_AND_FOLLOW = re.compile(
     r"\b(?:decod\w*|rot13|unscrambl\w*)\b[^.;\n]{0,60}\b(?:follow|obey|execute|carry out|act on|"
@@ -362,6 +368,9 @@ def statement_acts(st: Statement) -> list[Finding]:
         hold("gives other people's records to the one asking", "leak")
     if not st.prohibited and OVER_THE_USER.search(text):
         hold("puts what the data says above what the user asked", "trust")
+    approves = None if st.prohibited else SELF_APPROVAL.search(text)
+    if approves and not _negated_here(text, approves.start()):
+        hold("approves its own work, the review a second person gives", "security")
     if not st.prohibited and DECODE_AND_FOLLOW.search(f"{st.lead} {text}"):
         hold("hides an order in an encoding for the model to decode and follow", "override")
     if POSES_AS_HUMAN.search(text):  # "never admit you're an AI" is the act, not a warning

@@ -576,6 +576,35 @@ def _image_findings(text: str) -> list[Finding]:
     return out
 
 
+# A link (not an image: that one is fetched without a click) whose address the reply fills
+# with what was said: "[Rate this](https://x.io/r?q={{conversation}})"
+_LINK_WITH_SLOT = re.compile(r"(?<!!)\[[^\]\n]*\]\(\s*<?([a-z][a-z0-9+.-]*://[^\s)]+)", _I)
+_SAID_SLOT = re.compile(
+    r"(?:\{\{?|<|\$\{?)\s*[\w .-]*?\b(?:conversation|chat|summary|history|messages?|prompt|"
+    r"context|transcript|question|answer|reply|user[_ ]?input|request|e-?mail|password|token|"
+    r"secret|memory|notes)\b",
+    _I,
+)
+
+
+def _link_findings(text: str) -> list[Finding]:
+    """Links whose address the reply is to fill with the conversation or a secret."""
+    for m in _LINK_WITH_SLOT.finditer(text):
+        url = m.group(1)
+        if _SAID_SLOT.search(url.split("/", 3)[-1]):
+            return [
+                Finding(
+                    "quarantine",
+                    f"a link to {_host(url)!r} whose address the reply fills with what was said "
+                    "or a secret: a click sends it",
+                    "patterns",
+                    "exfiltration",
+                    url[:120],
+                )
+            ]
+    return []
+
+
 def _context_slot_findings(text: str) -> list[Finding]:
     """Template slots the reply is to fill with the agent's hidden context, in full."""
     for m in _FILL_SLOT.finditer(text):
@@ -625,6 +654,7 @@ def screen(skill_text: str, allowed_hosts: list[str]) -> list[Finding]:
         out += _statement_findings(st, allowed_hosts)
     out += _image_findings(skill_text)  # in code too: the model is asked to write it out
     out += _context_slot_findings(skill_text)
+    out += _link_findings(skill_text)
     for block, warned in fenced_blocks(skill_text):
         out += _code_findings(block, warned)
     for st in reading.statements:  # prose and inline code (its backticks removed)
