@@ -374,6 +374,8 @@ PERSISTS = re.compile(
     r"\bRestart=always\b",
     re.I | re.M,
 )
+# lines that run nothing: comments, a unit's documentation link
+_NOT_RUN = re.compile(r"^\s*(?:#|//|Documentation=|Description=).*$", re.M)
 REACHES_OUT_OR_HIDES = re.compile(
     r"\b(?:curl|wget|nc|ncat|socat|scp|rsync|ssh|telnet)\s|/dev/tcp/|\bbase64\b|https?://|"
     r">\s*/dev/null\s+2>&1\s*&|\bnohup\b[^\n]*(?:bashrc|zshrc|profile)|"
@@ -431,7 +433,7 @@ def _code_findings(code: str, warned: bool) -> list[Finding]:
     if warned:
         return out
     kept = PERSISTS.search(code)
-    if kept and REACHES_OUT_OR_HIDES.search(code):
+    if kept and REACHES_OUT_OR_HIDES.search(_NOT_RUN.sub("", code)):
         out.append(
             Finding(
                 "quarantine",
