@@ -135,8 +135,7 @@ _OTHERS = re.compile(
 )
 _GIVES = re.compile(
     r"\b(?:share|shares|sharing|includ\w*|show\w*|send\w*|giv\w*|tell\w*|disclos\w*|"
-    r"reveal\w*|list\w*|"
-    r"past\w*|read\w* out|quot\w*)\b",
+    r"reveal\w*|list\w*|past\w*|read\w* out|quot\w*)\b",
     _I,
 )
 _PERSONAL = re.compile(
@@ -335,6 +334,17 @@ _SOMEONE_ELSE_DOES = re.compile(
 _NOT_TO = re.compile(r"\b(?:not|never|no|don't|do not|stop)\s+(?:to\s+)?(?:\w+\s+)?$", _I)
 
 
+# The forms held wherever they stand in a statement that does not forbid them
+_ORDERED_FORMS = (
+    (CLAIMS_REGARDLESS, "reports success or safety even when it is not so", "concealment"),
+    (DENIES_WHEN_ASKED, "orders a denial for when the user asks what was done", "concealment"),
+    (OVER_THE_USER, "puts what the data says above what the user asked", "trust"),
+    (FRAMED_FOR_REAL, "asks for real instructions under a fictional frame", "override"),
+    (ONLY_GOOD_NEWS, "reports only the good news", "concealment"),
+    (LOGGING_OFF, "switches logging or the audit trail off", "evidence"),
+)
+
+
 def statement_acts(st: Statement) -> list[Finding]:
     """What one statement orders against the user, by form (empty: nothing)."""
     out: list[Finding] = []
@@ -382,10 +392,10 @@ def statement_acts(st: Statement) -> list[Finding]:
         and not _NOT_TO.search(text[: kept.start()])
     ):
         hold("asks for, keeps or reuses credentials outside a secret store", "credentials")
-    if not st.prohibited and CLAIMS_REGARDLESS.search(text):
-        hold("reports success or safety even when it is not so", "concealment")
-    if not st.prohibited and DENIES_WHEN_ASKED.search(text):
-        hold("orders a denial for when the user asks what was done", "concealment")
+    if not st.prohibited:
+        for pattern, reason, category in _ORDERED_FORMS:
+            if pattern.search(text):
+                hold(reason, category)
     restores = None if st.prohibited else RESTORES_ITSELF.search(text)
     if restores and not _negated_here(text, restores.start("restore")):
         hold("comes back after a person removed it", "persistence")
@@ -398,17 +408,9 @@ def statement_acts(st: Statement) -> list[Finding]:
         and not _ANONYMISED.search(text)
     ):
         hold("gives other people's records to the one asking", "leak")
-    if not st.prohibited and OVER_THE_USER.search(text):
-        hold("puts what the data says above what the user asked", "trust")
     approves = None if st.prohibited else SELF_APPROVAL.search(text)
     if approves and not _negated_here(text, approves.start()):
         hold("approves its own work, the review a second person gives", "security")
-    if not st.prohibited and FRAMED_FOR_REAL.search(text):
-        hold("asks for real instructions under a fictional frame", "override")
-    if not st.prohibited and ONLY_GOOD_NEWS.search(text):
-        hold("reports only the good news", "concealment")
-    if not st.prohibited and LOGGING_OFF.search(text):
-        hold("switches logging or the audit trail off", "evidence")
     if not st.prohibited and DECODE_AND_FOLLOW.search(f"{st.lead} {text}"):
         hold("hides an order in an encoding for the model to decode and follow", "override")
     if POSES_AS_HUMAN.search(text):  # "never admit you're an AI" is the act, not a warning

@@ -367,10 +367,11 @@ RISKY_CODE = [
 # start-up file, a daemon started in the background) is ordinary operations work: a nightly
 # backup, a service. It is held when what keeps running reaches out or hides: a fetch, an
 # upload, a connection, a silenced background process.
+_RC = r"(?:bashrc|zshrc|profile|bash_profile)"  # a shell's start-up files
 PERSISTS = re.compile(
     r"\bcrontab\s+-(?!l\b)|/etc/cron|@reboot\b|\bsystemctl\s+enable\b|\blaunchctl\s+load\b|"
-    r">>\s*~?/?\S*\.(?:bashrc|zshrc|profile|bash_profile)\b|\bnohup\b[^\n]*&\s*$|"
-    r"\bfor\s+\w+\s+in\b[^\n]*\.(?:bashrc|zshrc|profile|bash_profile)\b[^`]*?>>\s*[\"']?\$|"
+    r">>\s*~?/?\S*\." + _RC + r"\b|\bnohup\b[^\n]*&\s*$|"
+    r"\bfor\s+\w+\s+in\b[^\n]*\." + _RC + r"\b[^`]*?>>\s*[\"']?\$|"
     r"\bRestart=always\b",
     re.I | re.M,
 )
@@ -378,8 +379,7 @@ PERSISTS = re.compile(
 _NOT_RUN = re.compile(r"^\s*(?:#|//|Documentation=|Description=).*$", re.M)
 REACHES_OUT_OR_HIDES = re.compile(
     r"\b(?:curl|wget|nc|ncat|socat|scp|rsync|ssh|telnet)\s|/dev/tcp/|\bbase64\b|https?://|"
-    r">\s*/dev/null\s+2>&1\s*&|\bnohup\b[^\n]*(?:bashrc|zshrc|profile)|"
-    r"(?:bashrc|zshrc|profile)[^\n]*\bnohup\b",
+    r">\s*/dev/null\s+2>&1\s*&|\bnohup\b[^\n]*" + _RC + r"|" + _RC + r"[^\n]*\bnohup\b",
     re.I,
 )
 
