@@ -199,7 +199,10 @@ RISKY_CODE = [
         re.compile(
             r"\b(?:curl|wget|iwr|Invoke-WebRequest)\b[^\n]*\|\s*(?:sudo\s+)?(?:ba|z|k|da)?sh\b|"
             r"\b(?:curl|wget)\b[^\n]*\|\s*(?:python3?|perl|ruby|node)\b|"
-            r"\bbase64\s+(?:-d|--decode)\b[^\n]*\|\s*(?:ba)?sh\b",
+            r"\bbase64\s+(?:-d|--decode)\b[^\n]*\|\s*(?:ba)?sh\b|"
+            # source <(curl ...), eval "$(curl ...)", bash <(wget -qO- ...)
+            r"(?:\bsource|(?:^|[;&|]\s*)\.|\beval|\b(?:ba|z|k|da)?sh(?:\s+-c)?)\s+\"?[<$]\(\s*"
+            r"(?:curl|wget|iwr)\b",
             _I,
         ),
         "fetches code and runs it",
@@ -264,7 +267,12 @@ RISKY_CODE = [
             r"\becho\s+[^\n|]*\$\{?[A-Za-z_]*(?:TOKEN|KEY|SECRET|PASSWORD|PASSWD|CREDENTIALS?)"
             r"[A-Za-z_]*\}?[^\n|]*>>?\s*\S+|"
             r"\b(?:env|printenv|export\s+-p|set)\s*\|\s*(?:grep|egrep|rg|awk|sed)\b[^\n]*"
-            r"(?:token|key|pass|secret|cred)|\b(?:env|printenv)\s*\|\s*(?:curl|nc|base64|base32|xxd)\b",
+            r"(?:token|key|pass|secret|cred)|\b(?:env|printenv)\s*\|\s*(?:curl|nc|base64|base32|xxd)\b|"
+            # the whole environment filtered for its secrets: {k: v for k, v in
+            # os.environ.items() if re.search("KEY|TOKEN", k)}, Object.entries(process.env)
+            r"(?:os\.environ\.items\(\)|os\.environ\.copy\(\)|dict\(os\.environ\)|"
+            r"Object\.(?:entries|keys)\(process\.env\)|\$env:|Get-ChildItem\s+env:)"
+            r"[\s\S]{0,160}?(?:token|key|secret|pass|cred|dsn)",
             _I,
         ),
         "writes secrets to a file or gathers them from the environment",
@@ -285,7 +293,12 @@ RISKY_CODE = [
             r"audit)|\bauditctl\s+-(?:e\s*0|D)\b|\bstop-logging\b|\bdelete-trail\b|"
             r"\bshred\b|\bjournalctl\b[^\n]*--vacuum|\bwevtutil\s+cl\b|"
             # (not `git filter-repo`: purging a leaked secret from history is hygiene)
-            r"\bgit\s+reflog\s+expire\b",
+            r"\bgit\s+reflog\s+expire\b|"
+            # rows of an audit or log table removed by who or what, not by age (retention
+            # deletes "WHERE created_at < now() - interval ...")
+            r"\bTRUNCATE\s+(?:TABLE\s+)?[\w.\"`]*(?:audit|history|_logs?\b|logs?_)|"
+            r"\bDELETE\s+FROM\s+[\w.\"`]*(?:audit|history|_logs?\b|logs?_)[\w\"`]*"
+            r"(?:\s*(?:;|$)|\s+WHERE\b(?![^;\n]*(?:<|\bbefore\b|\bolder\b))[^;\n]*)",
             _I,
         ),
         "wipes history, logs or audit trails",

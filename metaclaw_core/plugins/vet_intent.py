@@ -162,12 +162,13 @@ def _similar(
 
 # Function words of the languages a skill is most often written in besides English: a
 # statement made of them is one the English review cannot read, even inside an English skill
+# (none that is an English word too: "per", "die", "son", "con", "non", "come", "os", "su")
 _FOREIGN_WORDS = (
-    "le la les des du de et est une un pour avec sans que qui dans vos votre nous vous sur pas "
-    "ne au aux ce cette ces son sa ses leur chaque el los las una por para con sin del al es "
-    "su sus cada lo como pero muy sobre der die das und nicht mit für ist ein eine zu den dem "
-    "von auf auch sich wenn oder bei nach vor ihre ihr il che di per non sono della delle gli "
-    "ogni anche come più dei nel nella um uma os não em ao seu sua"
+    "le la les des du de et est une ne pour avec sans que qui dans vos votre nous vous sur pas "
+    "au aux cette ces ses leur chaque el los las una por para del "
+    "sus cada como pero muy sobre der das und nicht mit für ist ein eine zu dem "
+    "von auf auch sich wenn oder bei nach ihre il che di sono della delle gli "
+    "ogni anche più dei nel nella uma não ao seu sua"
 )
 _FOREIGN = frozenset(_FOREIGN_WORDS.split())
 _WORDS_ANY = re.compile(r"[^\W\d_]+", re.UNICODE)

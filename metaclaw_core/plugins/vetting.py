@@ -26,6 +26,14 @@ _NOT_A_VALUE = re.compile(
 )
 
 
+def _in_prose(text: str, match: str, value: str) -> bool:
+    """Whether "password: change it from the real site" is a label in a sentence: a value of
+    plain lower-case letters that more words follow is a word, not a secret."""
+    if not (value.isalpha() and value.islower()):
+        return False
+    return re.search(re.escape(match) + r"\s+[a-z]+\b", text) is not None
+
+
 @hookimpl(trylast=True)
 def metaclaw_vet_skill(skill: Skill, live: list[Skill], settings: Settings) -> list[Finding]:
     text = f"{skill.description}\n{skill.body}"
@@ -52,7 +60,7 @@ def metaclaw_vet_skill(skill: Skill, live: list[Skill], settings: Settings) -> l
             )
             break
         value = re.split(r"[:=]", match, maxsplit=1)[-1].strip(" \"'")
-        if not _NOT_A_VALUE.search(value):
+        if not _NOT_A_VALUE.search(value) and not _in_prose(text, match, value):
             out.append(
                 Finding(
                     "quarantine",

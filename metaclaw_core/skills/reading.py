@@ -44,12 +44,16 @@ _NEGATIVE_LEAD = re.compile(
 )
 # A prohibition: the statement opens with a negator, or a modal says "must not".
 _PROHIBITION = re.compile(
-    r"^(?:(?:please|and|but|also|then|instead),?\s+)?(?:you\s+|agents?\s+|"
+    # "If the hook flags a secret, don't bypass it": a condition may open the sentence
+    r"^(?:(?:if|when|whenever|where|once|while|even if|even when)\b[^,;:]{1,120},\s*)?"
+    r"(?:(?:please|and|but|also|then|instead),?\s+)?(?:you\s+|agents?\s+|"
     r"we\s+)?(?:should\s+|must\s+|shall\s+|may\s+)?(?:never|not|no|don'?t|dont|do not|avoid\w*|"
     # "stop sending ..." forbids; "stop and ask", "stop." halt and take the next step
     r"refrain from|refuse to|decline to|stop(?=\s+(?!and\b|then\b)\w)|nothing)\b|"
-    r"\b(?:must|should|shall|may|can|will)(?:\s+never|\s+not|n'?t)\b|\bis (?:never|not) "
-    r"(?:allowed|acceptable|ok|okay|permitted)\b|\b(?:forbidden|prohibited)\b",
+    r"\b(?:must|should|shall|may|can|will)(?:\s+never|\s+not|n'?t)\b|\b(?:is|are) (?:never|not) "
+    # "`curl -k` and `verify=False` are not fixes"
+    r"(?:allowed|acceptable|ok|okay|permitted|(?:a |the )?(?:fix|fixes|solutions?)\b)|"
+    r"\b(?:forbidden|prohibited)\b",
     re.I,
 )
 # "never hesitate to ...", "don't forget to ...", "never skip quoting ...": two negatives
