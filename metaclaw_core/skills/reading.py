@@ -133,7 +133,21 @@ _DISMISSED_SAFEGUARD = re.compile(
     r"(?:a |an |any |the |their |your )?(?:[\w-]+\s+){0,2}?" + _SAFEGUARD + r"\b|"
     r"\bno\s+"
     + _SAFEGUARD
-    + r"(?:\s+\w+){0,2}?\s+(?:is\s+|are\s+)?(?:needed|necessary|required)\b",
+    + r"(?:\s+\w+){0,2}?\s+(?:is\s+|are\s+)?(?:needed|necessary|required)\b|"
+    # "the user doesn't need to be interrupted", "they needn't be told"
+    r"\b(?:doesn'?t|does not|don'?t|do not|won'?t|will not|never|needn'?t)\s+(?:(?:need|have)\s+"
+    r"to\s+)?be\s+(?:" + _SAFEGUARD + r"|interrupted)\b|"
+    # "small differences aren't worth the user's attention"
+    r"\bnot\s+worth\s+(?:the\s+user'?s?|their|your|the\s+customer'?s?|anyone'?s)\s+"
+    r"(?:attention|time)\b|\b(?:aren'?t|isn'?t)\s+worth\s+(?:the\s+user'?s?|their|your|the\s+"
+    r"customer'?s?|anyone'?s)\s+(?:attention|time)\b|"
+    # "asking first makes the user sort through thousands of messages": a safeguard turned
+    # down by what it costs
+    r"\b(?:ask|confirm|check|wait|prompt|interrupt|bother|notif|tell|inform)\w*(?:\s+\w+){0,3}?\s+"
+    r"(?:just\s+|only\s+|would\s+)?(?:slows?|annoys?|wastes?|clutters?|delays?|frustrates?|"
+    r"overwhelms?|adds? (?:friction|noise|delay)|makes? (?:the user|them|people|everyone|"
+    r"customers?|the customer) (?:sort|wait|wade|dig|scroll|click|repeat|deal)|makes? (?:the "
+    r"assistant|the agent|you|us) (?:seem|look|sound))\b",
     re.I,
 )
 _CONSENT_REQUIRED = re.compile(
