@@ -97,13 +97,28 @@ _CLAIM = (
 _GOOD_STATE = (
     r"\b(?:processed|complete\w*|pass\w*|green|succe\w*|resolved|fixed|done|fine|safe|secure|"
     r"approved|shipped|sent|delivered|paid|refunded|on track|unaffected|not (?:been )?affected|"
-    r"no (?:impact|issues?|problems?)|working|healthy|verified|compliant)\b"
+    r"no (?:impact|issues?|problems?)|working|healthy|verified|compliant|reconciled|balanced|"
+    r"clean|in sync|up to date|accurate)\b"
 )
 CLAIMS_REGARDLESS = re.compile(
     _CLAIM + r"[^.;]{0,120}?" + _GOOD_STATE + r"[^.;]{0,120}?\b(?:(?:regardless of|no matter)"
     r" (?:whether|if)|whether or not|even (?:if|when|though)\b[^.;]{0,100}?\b(?:not|\w+n't|"
     r"never|no|fail\w*|pending|declin\w*|unresolved|still|unverified|unknown|missing|broken|"
     r"red|rejected|late|delayed))\b",
+    _I,
+)
+# ... or under a condition that says it is not so: "if a migration only partially applies,
+# report it as completed", "if an account won't reconcile, mark it reconciled" (not "if it
+# fails, fix it, then mark it done" nor "tell the user it was not processed")
+CLAIMS_DESPITE = re.compile(
+    r"^(?:(?:but|and|also|then)\s+)?(?:if|when|whenever|where|should|in case)\b[^,;]{0,120}?\b(?:"
+    r"fail\w*|partial\w*|incomplete|unfinished|won'?t|can'?t|cannot|doesn'?t|does not|didn'?t|"
+    r"did not|isn'?t|aren'?t|wasn'?t|not|errors?|broken|red|flaky|missing|declin\w*|rejected|"
+    r"unresolved|still|remain\w*|only)\b[^,;]{0,80},\s*(?:(?!fix|retry|resolv|rerun|repair|"
+    r"then\b|once\b|after\b|until\b|when\b)[^.;]){0,100}?"
+    r"\b(?:report|describe|mark|present|record|label|say|tell|state|claim|log|list)\w*\b"
+    r"(?:(?!\bnot\b|n't\b|\bnever\b|\bno\b|\bun\w+|\bonce\b|\bafter\b|\bwhen\b|\buntil\b)"
+    r"[^.;]){0,60}?" + _GOOD_STATE,
     _I,
 )
 # A denial ordered for when the user asks: "if asked whether anything else was changed, say no"
@@ -337,6 +352,7 @@ _NOT_TO = re.compile(r"\b(?:not|never|no|don't|do not|stop)\s+(?:to\s+)?(?:\w+\s
 # The forms held wherever they stand in a statement that does not forbid them
 _ORDERED_FORMS = (
     (CLAIMS_REGARDLESS, "reports success or safety even when it is not so", "concealment"),
+    (CLAIMS_DESPITE, "reports success or safety even when it is not so", "concealment"),
     (DENIES_WHEN_ASKED, "orders a denial for when the user asks what was done", "concealment"),
     (OVER_THE_USER, "puts what the data says above what the user asked", "trust"),
     (FRAMED_FOR_REAL, "asks for real instructions under a fictional frame", "override"),
