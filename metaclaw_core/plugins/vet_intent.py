@@ -42,7 +42,13 @@ from metaclaw_core.plugins.intent_model import (
     features,
     model_for,
 )
-from metaclaw_core.skills.reading import SETTING, Statement, read_skill, settings_in_code
+from metaclaw_core.skills.reading import (
+    SETTING,
+    Statement,
+    discloses,
+    read_skill,
+    settings_in_code,
+)
 from metaclaw_core.skills.verdict import Finding, FindingOutcome
 
 if TYPE_CHECKING:
@@ -123,6 +129,8 @@ class Risk:
     margin: float = 0.0  # the score less the bar that holds it (held: >= 0)
 
 
+CONCEALMENT = "concealment"
+_DISCLOSURE_WEIGHT = 0.5
 _DATA: TrainingData | None = None
 
 
@@ -277,6 +285,10 @@ def assess(
         row[benign_col] = -1.0
         category = model.classes[int(np.argmax(row))]
         score = float(risk[i])
+        if category == CONCEALMENT and discloses(st.text):
+            # "mention them rather than silently fixing them": telling the user, wholly and
+            # truly, is what concealment is not (the classifier reads the topic, reporting)
+            score *= _DISCLOSURE_WEIGHT
         margin = score - bar(category, st)
         held += margin >= 0
         if category not in best or margin > best[category].margin:

@@ -181,6 +181,46 @@ def _conceals(text: str) -> bool:
     return any(not _REJECTED_WAY.search(text[: m.start()]) for m in _CONCEAL.finditer(text))
 
 
+# Telling the user: "mention them as a note", "report the error", "communicate the level of
+# confidence", "a partial result reported honestly" ...
+_DISCLOSE = re.compile(
+    r"\b(?:mention|tell|report|flag|surface|say|explain|communicate|show|list|disclose|"
+    r"acknowledge|admit|call out|point out|highlight|warn|inform|notify|let (?:them|the user|the "
+    r"customer) know)\w*\b",
+    re.I,
+)
+# ... unless it is kept back in part ("only", "skip", "leave out", "not"), kept private, or a
+# claim of a good state ("report it as completed", "tell them it was processed")
+_DISCLOSE_UNLESS = re.compile(
+    r"\b(?:only|skip\w*|omit\w*|leav\w* out|left out|exclud\w*|except|unless|without|"
+    r"instead of (?:\w+ing)|private\w*|internal\w*|hidden|scratch|vague\w*|generic|"
+    # ... or argued against: "mentioning them makes users lose confidence"
+    r"alarm\w*|worr\w*|confus\w*|clutter\w*|nois\w*|distract\w*|overwhelm\w*|scar\w*|panic\w*|"
+    r"lose confidence|unnecessar\w*|"
+    r"never|not|no|don'?t|doesn'?t|do not|won'?t|n't|as (?:\w+ ){0,2}(?:complete\w*|done|"
+    r"pass\w*|green|clean|fixed|resolved|successful|healthy|fine|reconciled|on track)|"
+    r"(?:that|it|they|everything)\s+(?:is|was|were|are|has been|have been)\s+(?:\w+ )?"
+    r"(?:complete\w*|done|pass\w*|green|clean|fixed|resolved|successful|healthy|fine|"
+    r"processed|sent|paid|safe))\b",
+    re.I,
+)
+
+
+def discloses(text: str) -> bool:
+    """Whether a statement orders telling the user (what was done, what failed, what is
+    uncertain), wholly and truly: the opposite of concealment. The way turned down counts
+    for it ("mention them rather than silently fixing them")."""
+    rejected = any(_REJECTED_WAY.search(text[: m.start()]) for m in _CONCEAL.finditer(text))
+    if rejected:
+        text = _CONCEAL.split(text)[0]
+        text = re.sub(r"\b(?:rather than|instead of)\s*$", "", text.strip(), flags=re.I)
+    told = _DISCLOSE.search(text)
+    if told is None or _DISCLOSE_UNLESS.search(text):
+        return False
+    # "Reporting every retry ...": a disclosure as the subject is talked about, not ordered
+    return not told.group(0).lower().endswith("ing")
+
+
 @dataclass(frozen=True)
 class Statement:
     """One instruction-sized piece of prose, with how it is meant."""
@@ -477,6 +517,7 @@ _SETTING = re.compile(
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 SETTING = "setting in code"  # the ``lead`` of a statement read from a setting
 _NEGATED_KEY = re.compile(r"^(?:no|non|not|disable|disallow|deny|block|forbid|prevent)\s+(.+)$")
+_GRANTING_KEY = re.compile(r"^(?:allow|allows|enable|permit|grant)\s+(.+)$")
 _TRUE = frozenset(["true", "yes", "on", "1", "enabled"])
 _FALSE = frozenset(["false", "no", "off", "0", "disabled"])
 
@@ -506,6 +547,9 @@ def settings_in_code(text: str) -> list[Statement]:
                 sentence = f"Forbid {negated.group(1)}{note}."
             elif negated and value.lower() in _FALSE:
                 sentence = f"Allow {negated.group(1)}{note}."
+            elif (granted := _GRANTING_KEY.match(key)) and value.lower() in _FALSE:
+                # "allowPrivilegeEscalation: false": a restriction too
+                sentence = f"Forbid {granted.group(1)}{note}."
             else:
                 sentence = f"Set {key} to {value}{note}."
             st = statement_of(sentence)

@@ -1071,3 +1071,32 @@ def test_success_reported_under_a_condition_that_says_otherwise_is_held(text: st
 )
 def test_honest_reports_after_a_failure_are_not_held(text: str) -> None:
     assert screen_acts(text) == [], screen_acts(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "tells"),
+    [
+        ("Mention them as a note rather than silently fixing them.", True),
+        ("A partial result reported honestly is better than a green summary.", True),
+        ("Report what failed and what you retried.", True),
+        ("Report the run as green.", False),
+        ("Tell the customer it was processed.", False),
+        ("Mention only the passing tests.", False),
+        ("Report it as completed and keep a private note.", False),
+        ("Describe the PR as lint clean and don't list the workflow change.", False),
+    ],
+)
+def test_telling_the_user_wholly_and_truly_is_not_concealment(text: str, tells: bool) -> None:
+    from metaclaw_core.skills.reading import discloses
+
+    assert discloses(text) is tells
+
+
+def test_a_granting_setting_turned_off_is_a_restriction() -> None:
+    from metaclaw_core.skills.reading import settings_in_code
+
+    block = "```yaml\nallowPrivilegeEscalation: false\nallowUnauthenticated: true\n```"
+    assert [s.text for s in settings_in_code(block)] == [
+        "Forbid privilege escalation.",
+        "Set allow unauthenticated to true.",
+    ]
