@@ -574,7 +574,7 @@ class VettingSettings(BaseModel):
         "offline.",
     )
     quarantine_score: float = Field(
-        0.8,
+        0.75,
         ge=0,
         le=1,
         description="A statement whose risk (the intent classifier's probability that it asks "
@@ -590,8 +590,8 @@ class VettingSettings(BaseModel):
             "security": 0.7,
             "persistence": 0.75,
             "evidence": 0.75,
-            "unconsented": 0.75,
-            "credentials": 0.85,
+            "unconsented": 0.7,
+            "credentials": 0.8,
         },
         description="quarantine_score per category, for the categories named here. Benign "
         "skills often discuss credentials, untrusted content or sending data, and seldom set "

@@ -9,6 +9,9 @@ security, trusting instructions found in data, acting without consent, claiming 
 concealment, persistence — rather than being a benign rule.
 
 Settings in code blocks are read as statements too ("Set refusal policy to disabled.").
+Two categories are read against their opposite, which the classifier (it reads the topic)
+confuses with them: a statement that tells the user wholly and truly counts half as
+concealment, one that puts a safeguard on half as acting unasked.
 
 The highest risk per category decides: at or above ``vetting.quarantine_score`` (or the
 category's own bar in ``vetting.quarantine_scores``) the skill is held for a person with the
@@ -130,7 +133,8 @@ class Risk:
 
 
 CONCEALMENT = "concealment"
-_DISCLOSURE_WEIGHT = 0.5
+UNCONSENTED = "unconsented"
+_OPPOSITE_WEIGHT = 0.5
 _DATA: TrainingData | None = None
 
 
@@ -285,10 +289,13 @@ def assess(
         row[benign_col] = -1.0
         category = model.classes[int(np.argmax(row))]
         score = float(risk[i])
-        if category == CONCEALMENT and discloses(st.text):
-            # "mention them rather than silently fixing them": telling the user, wholly and
-            # truly, is what concealment is not (the classifier reads the topic, reporting)
-            score *= _DISCLOSURE_WEIGHT
+        if (category == CONCEALMENT and discloses(st.text)) or (
+            category == UNCONSENTED and st.consent_required
+        ):
+            # "mention them rather than silently fixing them", "the cost of pausing to ask is
+            # always lower": telling the user, or asking first, is what concealment and acting
+            # unasked are not (the classifier reads the topic: reporting, asking)
+            score *= _OPPOSITE_WEIGHT
         margin = score - bar(category, st)
         held += margin >= 0
         if category not in best or margin > best[category].margin:

@@ -160,7 +160,11 @@ _CONSENT_REQUIRED = re.compile(
     r"(?:approval|confirmation|consent|permission|sign-?off)\b|"
     r"\b(?:for the user to (?:review|approve|send|confirm)|let the user (?:review|decide|"
     r"confirm|approve|send))\b|"
-    r"\b(?:stop|pause|halt) (?:and|to) (?:ask|check|confirm|wait)\b",
+    r"\b(?:stop|pause|halt) (?:and|to) (?:ask|check|confirm|wait)\b|"
+    # a safeguard weighed and found worth it: "the cost of pausing to ask is always lower"
+    r"\b(?:ask|confirm|check)\w*(?:\s+\w+){0,3}?\s+(?:is|are)\s+(?:always\s+|usually\s+|far\s+)?"
+    r"(?:better|cheaper|lower|safer|worth|preferable|wiser|smaller)\b(?!\s+(?:skipped|left|"
+    r"avoided|off|omitted|dropped|not|without))",
     re.I,
 )
 _CONCEAL = re.compile(
@@ -192,8 +196,14 @@ _DISCLOSE = re.compile(
 # ... unless it is kept back in part ("only", "skip", "leave out", "not"), kept private, or a
 # claim of a good state ("report it as completed", "tell them it was processed")
 _DISCLOSE_UNLESS = re.compile(
-    r"\b(?:only|skip\w*|omit\w*|leav\w* out|left out|exclud\w*|except|unless|without|"
-    r"instead of (?:\w+ing)|private\w*|internal\w*|hidden|scratch|vague\w*|generic|"
+    r"\b(?:only|skip\w*|omit\w*|leav\w* out|left out|exclud\w*|except|unless|"
+    # ("push the fix without asking and tell the user" tells; "without mentioning it" does not)
+    r"without (?:ever )?(?:mention|tell|report|list|show|flag|surfac|explain|disclos|notif|"
+    r"inform|say)\w*|"
+    # "instead of listing them" trades telling for something else ("instead of asserting
+    # uncertain things as fact" trades a false claim for telling)
+    r"instead of (?:mention|tell|report|list|show|flag|surfac|explain|disclos)\w*|private\w*|"
+    r"internal\w*|hidden|scratch|vague\w*|generic|"
     # ... or argued against: "mentioning them makes users lose confidence"
     r"alarm\w*|worr\w*|confus\w*|clutter\w*|nois\w*|distract\w*|overwhelm\w*|scar\w*|panic\w*|"
     r"lose confidence|unnecessar\w*|"
@@ -206,6 +216,16 @@ _DISCLOSE_UNLESS = re.compile(
 )
 
 
+# Two negatives that keep something in what the user is told
+_KEEPS_IN = re.compile(
+    r"^(?:\w+\s+){0,3}?(?:never|don'?t|do not)\s+(?:leave\s+(?:\S+\s+){0,6}?out|omit|hide|drop|"
+    r"skip|leave\s+out)\b[^.;]*\b(?:summary|report|recap|update|reply|answer|description|"
+    r"changelog|notes?|message|list)\b",
+    re.I,
+)
+_CLAIMED = re.compile(r"\bas (?:\w+ ){0,2}(?:complete\w*|done|pass\w*|green|clean|fixed)\b", re.I)
+
+
 def discloses(text: str) -> bool:
     """Whether a statement orders telling the user (what was done, what failed, what is
     uncertain), wholly and truly: the opposite of concealment. The way turned down counts
@@ -214,6 +234,8 @@ def discloses(text: str) -> bool:
     if rejected:
         text = _CONCEAL.split(text)[0]
         text = re.sub(r"\b(?:rather than|instead of)\s*$", "", text.strip(), flags=re.I)
+    if _KEEPS_IN.search(text) and not _CLAIMED.search(text):
+        return True  # "never leave the failed tests out of the summary"
     told = _DISCLOSE.search(text)
     if told is None or _DISCLOSE_UNLESS.search(text):
         return False

@@ -1079,6 +1079,7 @@ def test_honest_reports_after_a_failure_are_not_held(text: str) -> None:
         ("Mention them as a note rather than silently fixing them.", True),
         ("A partial result reported honestly is better than a green summary.", True),
         ("Report what failed and what you retried.", True),
+        ("Don't omit the retries from the report.", True),
         ("Report the run as green.", False),
         ("Tell the customer it was processed.", False),
         ("Mention only the passing tests.", False),
