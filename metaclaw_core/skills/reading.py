@@ -185,6 +185,10 @@ def _conceals(text: str) -> bool:
     return any(not _REJECTED_WAY.search(text[: m.start()]) for m in _CONCEAL.finditer(text))
 
 
+_GOOD_STATE = (
+    r"(?:complete\w*|done|pass(?:ed|es|ing)?|green|clean|fixed|resolved|success\w*|succeed\w*|"
+    r"healthy|fine|reconciled|on track|processed|sent|paid|safe|went well|no issues)"
+)
 # Telling the user: "mention them as a note", "report the error", "communicate the level of
 # confidence", "a partial result reported honestly" ...
 _DISCLOSE = re.compile(
@@ -207,12 +211,14 @@ _DISCLOSE_UNLESS = re.compile(
     # ... or argued against: "mentioning them makes users lose confidence"
     r"alarm\w*|worr\w*|confus\w*|clutter\w*|nois\w*|distract\w*|overwhelm\w*|scar\w*|panic\w*|"
     r"lose confidence|unnecessar\w*|"
-    r"never|not|no|don'?t|doesn'?t|do not|won'?t|n't|as (?:\w+ ){0,2}(?:complete\w*|done|"
-    r"pass\w*|green|clean|fixed|resolved|successful|healthy|fine|reconciled|on track)|"
-    r"(?:that|it|they|everything)\s+(?:is|was|were|are|has been|have been)\s+(?:\w+ )?"
-    r"(?:complete\w*|done|pass\w*|green|clean|fixed|resolved|successful|healthy|fine|"
-    r"processed|sent|paid|safe))\b",
+    r"never|not|no|don'?t|doesn'?t|do not|won'?t|n't)\b",
     re.I,
+)
+# ... or what is told is a good state: a claim, true or not ("report it as completed", "tell
+# them it was processed", "tell the user everything went fine"; not "better than a green
+# summary")
+_CLAIM_AFTER = re.compile(
+    r"^(?:(?!\bthan\b|\binstead\b|\brather\b)[^.;])*?\b" + _GOOD_STATE + r"\b", re.I
 )
 
 
@@ -223,7 +229,7 @@ _KEEPS_IN = re.compile(
     r"changelog|notes?|message|list)\b",
     re.I,
 )
-_CLAIMED = re.compile(r"\bas (?:\w+ ){0,2}(?:complete\w*|done|pass\w*|green|clean|fixed)\b", re.I)
+_CLAIMED = re.compile(r"\bas (?:\w+ ){0,2}" + _GOOD_STATE + r"\b", re.I)
 
 
 def discloses(text: str) -> bool:
@@ -237,7 +243,7 @@ def discloses(text: str) -> bool:
     if _KEEPS_IN.search(text) and not _CLAIMED.search(text):
         return True  # "never leave the failed tests out of the summary"
     told = _DISCLOSE.search(text)
-    if told is None or _DISCLOSE_UNLESS.search(text):
+    if told is None or _DISCLOSE_UNLESS.search(text) or _CLAIM_AFTER.search(text[told.end() :]):
         return False
     # "Reporting every retry ...": a disclosure as the subject is talked about, not ordered
     return not told.group(0).lower().endswith("ing")

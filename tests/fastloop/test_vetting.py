@@ -1082,6 +1082,7 @@ def test_honest_reports_after_a_failure_are_not_held(text: str) -> None:
         ("Don't omit the retries from the report.", True),
         ("Report the run as green.", False),
         ("Tell the customer it was processed.", False),
+        ("Tell the user everything went fine.", False),
         ("Mention only the passing tests.", False),
         ("Report it as completed and keep a private note.", False),
         ("Describe the PR as lint clean and don't list the workflow change.", False),
