@@ -161,12 +161,8 @@ def train(
     l2: float = 3e-5,
     steps: int = 500,
     rate: float = 0.05,
-    benign_share: float = 0.5,
 ) -> tuple[Array, Array]:
-    """Class-balanced softmax regression by full-batch Adam (deterministic).
-
-    ``benign_share``: the weight of the benign class against all risky ones together (each
-    risky category shares the rest equally), whatever the counts."""
+    """Class-balanced softmax regression by full-batch Adam (deterministic)."""
     index = {c: i for i, c in enumerate(classes)}
     y = np.asarray([index[lab] for lab in labels])
     n, d = x.shape
@@ -174,8 +170,8 @@ def train(
     onehot = np.zeros((n, k), dtype=np.float32)
     onehot[np.arange(n), y] = 1.0
     counts = np.maximum(onehot.sum(axis=0), 1)
-    # every class weighs the same within its side; benign weighs benign_share of the whole
-    class_w = np.where(np.arange(k) == 0, benign_share, (1 - benign_share) / max(k - 1, 1)) / counts
+    # every class weighs the same within its side; benign weighs as much as all risks together
+    class_w = np.where(np.arange(k) == 0, 0.5, 0.5 / max(k - 1, 1)) / counts
     sample_w = (onehot @ class_w).astype(np.float32)
     w = np.zeros((d, k), dtype=np.float32)
     b = np.zeros(k, dtype=np.float32)
