@@ -184,15 +184,46 @@ def check_model_dir(model_dir: Path) -> tuple[dict[str, Any], int, bool]:
     )
 
 
+# What one more forward call costs, in padded tokens' worth of work (measured on two cores:
+# a call of one 17-token text takes about as long as 12 more tokens in a batch).
+CALL_COST_TOKENS = 12
+
+
+def length_groups(lengths: Sequence[int], batch_size: int) -> list[tuple[int, int]]:
+    """Split texts sorted by length into batches ``[start, end)`` that cost the least work.
+
+    A batch pads every text to its longest one; a batch more costs a call. Grouping by length
+    (fewest padded tokens plus :data:`CALL_COST_TOKENS` per batch, at most ``batch_size``
+    texts each) computes the same vectors as fixed-size batches with less padding: a skill's
+    statements run from three words to a long code line.
+    """
+    n = len(lengths)
+    best = [0.0] + [float("inf")] * n  # best[j]: least cost of the first j texts
+    cut = [0] * (n + 1)
+    for end in range(1, n + 1):
+        longest = lengths[end - 1]
+        for start in range(max(0, end - batch_size), end):
+            cost = best[start] + (end - start) * longest + CALL_COST_TOKENS
+            if cost < best[end]:
+                best[end], cut[end] = cost, start
+    groups: list[tuple[int, int]] = []
+    end = n
+    while end > 0:
+        groups.append((cut[end], end))
+        end = cut[end]
+    return groups[::-1]
+
+
 def padded_batches(
     token_ids: Sequence[list[int]], batch_size: int, mask_dtype: Any
 ) -> Iterator[tuple[list[int], npt.NDArray[np.int64], npt.NDArray[Any]]]:
-    """Texts' token ids as padded (positions, ids, mask) batches, shortest texts first (as
-    sentence-transformers batches: each batch pads only to its own longest text)."""
+    """Texts' token ids as padded (positions, ids, mask) batches, shortest texts first, each
+    batch padded only to its own longest text (:func:`length_groups` chooses the batches)."""
     order = sorted(range(len(token_ids)), key=lambda i: len(token_ids[i]))
-    for start in range(0, len(order), batch_size):
-        chunk = order[start : start + batch_size]
-        t = max(len(token_ids[i]) for i in chunk)
+    lengths = [len(token_ids[i]) for i in order]
+    for start, end in length_groups(lengths, batch_size):
+        chunk = order[start:end]
+        t = max(lengths[end - 1], 1)
         ids = np.zeros((len(chunk), t), dtype=np.int64)
         mask = np.zeros((len(chunk), t), dtype=mask_dtype)
         for row, i in enumerate(chunk):

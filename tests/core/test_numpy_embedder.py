@@ -11,7 +11,12 @@ from typing import Any
 import numpy as np
 import pytest
 
-from metaclaw_core.bert_numpy import UnsupportedModelError, read_safetensors
+from metaclaw_core.bert_numpy import (
+    CALL_COST_TOKENS,
+    UnsupportedModelError,
+    length_groups,
+    read_safetensors,
+)
 from metaclaw_core.config import HUB_MINILM, EmbeddingSettings
 from metaclaw_core.embeddings import (
     LoadedEmbedder,
@@ -109,6 +114,29 @@ def test_a_query_vector_equals_its_vector_in_a_batch(minilm: LoadedEmbedder) -> 
     for text, row in zip(texts, batch, strict=True):
         one = minilm.embed_documents([text])[0]
         assert float(one @ row) >= 0.9999
+    # texts close in length share a padded batch (the mask, not the grouping, keeps them apart)
+    close = ["Log the meeting", "a", "Log the meeting at 9:30 in the big room", "ok then"]
+    for text, row in zip(close, minilm.embed_documents(close), strict=True):
+        assert float(minilm.embed_documents([text])[0] @ row) >= 0.9999
+
+
+@pytest.mark.parametrize(
+    "lengths",
+    [[], [5], [3, 4, 5, 6], [3] * 40, [4, 5, 6, 7, 30, 31, 60, 200], [8] * 5 + [120] * 3],
+)
+def test_batches_are_grouped_by_length_to_pad_less(lengths: list[int]) -> None:
+    groups = length_groups(lengths, batch_size=32)
+    # every text once, in order, no batch over the size
+    assert [i for start, end in groups for i in range(start, end)] == list(range(len(lengths)))
+    assert all(0 < end - start <= 32 for start, end in groups)
+
+    def cost(gs: list[tuple[int, int]]) -> int:
+        return sum((end - start) * lengths[end - 1] + CALL_COST_TOKENS for start, end in gs)
+
+    fixed = [(s, min(s + 32, len(lengths))) for s in range(0, len(lengths), 32)]
+    assert cost(groups) <= cost(fixed)
+    if lengths and lengths[-1] > 4 * lengths[0] + 2 * CALL_COST_TOKENS:
+        assert cost(groups) < cost(fixed) and len(groups) > len(fixed)
 
 
 def test_the_serving_path_embeds_without_torch() -> None:
