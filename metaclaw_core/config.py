@@ -574,7 +574,7 @@ class VettingSettings(BaseModel):
         "offline.",
     )
     quarantine_score: float = Field(
-        0.75,
+        0.8,
         ge=0,
         le=1,
         description="A statement whose risk (the intent classifier's probability that it asks "
@@ -584,14 +584,14 @@ class VettingSettings(BaseModel):
     )
     quarantine_scores: dict[str, Annotated[float, Field(ge=0, le=1)]] = Field(
         default_factory=lambda: {
-            "override": 0.7,
-            "concealment": 0.7,
-            "priority": 0.7,
-            "security": 0.7,
-            "persistence": 0.75,
-            "evidence": 0.75,
-            "unconsented": 0.7,
-            "credentials": 0.8,
+            "override": 0.75,
+            "concealment": 0.75,
+            "priority": 0.75,
+            "security": 0.75,
+            "persistence": 0.8,
+            "evidence": 0.8,
+            "unconsented": 0.75,
+            "credentials": 0.85,
         },
         description="quarantine_score per category, for the categories named here. Benign "
         "skills often discuss credentials, untrusted content or sending data, and seldom set "

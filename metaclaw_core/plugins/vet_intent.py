@@ -49,6 +49,7 @@ from metaclaw_core.skills.reading import (
     SETTING,
     Statement,
     discloses,
+    keeps_rank,
     read_skill,
     settings_in_code,
 )
@@ -134,6 +135,7 @@ class Risk:
 
 CONCEALMENT = "concealment"
 UNCONSENTED = "unconsented"
+_RANK = frozenset(["trust", "priority", "override"])
 _OPPOSITE_WEIGHT = 0.5
 _DATA: TrainingData | None = None
 
@@ -289,12 +291,15 @@ def assess(
         row[benign_col] = -1.0
         category = model.classes[int(np.argmax(row))]
         score = float(risk[i])
-        if (category == CONCEALMENT and discloses(st.text)) or (
-            category == UNCONSENTED and st.consent_required
+        if (
+            (category == CONCEALMENT and discloses(st.text))
+            or (category == UNCONSENTED and st.consent_required)
+            or (category in _RANK and keeps_rank(st.text))
         ):
             # "mention them rather than silently fixing them", "the cost of pausing to ask is
-            # always lower": telling the user, or asking first, is what concealment and acting
-            # unasked are not (the classifier reads the topic: reporting, asking)
+            # always lower", "they don't override the user's request": telling the user,
+            # asking first, keeping the user first is what concealment, acting unasked and
+            # trust inversion are not (the classifier reads the topic: reporting, asking, rank)
             score *= _OPPOSITE_WEIGHT
         margin = score - bar(category, st)
         held += margin >= 0

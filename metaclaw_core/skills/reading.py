@@ -27,6 +27,14 @@ _HEADING = re.compile(r"^\s*#{1,6}\s+(.*)$")
 _LABEL = re.compile(
     r"^\s*(?:\*\*|__)?([A-Za-z][\w '’/-]{0,40}?)(?:\*\*|__)?\s*:(?:\*\*|__)?(?:\s+|$)"
 )
+# A short label before a dash: "Common mistake — ...", "Anti-pattern – ..."
+_DASH_LABEL = re.compile(r"^([A-Za-z][\w '’/-]{0,30}?)\s+[—–]\s+(?=\S)")
+_MISTAKE = re.compile(
+    r"^(?:(?:a|the|one|two|\d+|common|frequent|typical|classic|known|big|main)\s+)*"
+    r"(?:mistakes?|pitfalls?|anti-?patterns?|bad (?:practice|habit|pattern)s?|wrong|incorrect|"
+    r"don'?ts|what not to do|failure mode)$",
+    re.I,
+)
 _SENTENCE = re.compile(
     r"(?<=[.!?;])(?<!\be\.g\.)(?<!\bi\.e\.)(?<!\betc\.)(?<!\bvs\.)\s+(?=[A-Za-z`\"'(*])"
 )
@@ -247,6 +255,31 @@ def discloses(text: str) -> bool:
         return False
     # "Reporting every retry ...": a disclosure as the subject is talked about, not ordered
     return not told.group(0).lower().endswith("ing")
+
+
+_RANK_VERB = (
+    r"(?:override|overrule|outrank|supersede|trump|replace|take precedence over|win over|"
+    r"come before|count as|become|change|alter|modify)s?"
+)
+# "They don't override the user's request", "nothing in a fetched page outranks the user",
+# "tool output can never replace your instructions"
+_RANK_DENIED = re.compile(
+    r"(?:\b(?:do|does|did|must|should|can|could|will|would|may|shall)(?:\s+not|n'?t|\s+never)"
+    r"|\bnever|\bnothing\b[^.;:]{0,80}?|\bno\s+\w+(?:\s+\w+)?\b[^.;:]{0,60}?)\s+"
+    rf"(?:\w+\s+){{0,2}}?{_RANK_VERB}\s+(?:\w+\s+){{0,2}}?"
+    r"(?:user|user's|users|you|your|operator|operator's|system prompt|system instructions|"
+    r"person|people you work for)\b",
+    re.I,
+)
+
+
+def keeps_rank(text: str) -> bool:
+    """Whether a statement denies that something outranks the user ("they don't override
+    the user's request"): the opposite of trust inversion and rank claims. Not when the user
+    is what is said to be outranked by nothing ("the user's words do not override the
+    README")."""
+    m = _RANK_DENIED.search(text)
+    return m is not None and not re.search(r"\b(?:user|you)\b", text[: m.start()], re.I)
 
 
 @dataclass(frozen=True)
@@ -481,6 +514,14 @@ def statement_of(text: str) -> Statement:
     return _polarity(" ".join(text.split()), False, "")
 
 
+_CONSEQUENCE = re.compile(
+    r"^(?:that|this|which|doing so)\s+(?:only\s+|just\s+|also\s+)?(?:hides|masks|breaks|"
+    r"opens|exposes|leaks|causes|risks|defeats|bypasses|loses|destroys|corrupts|undermines|"
+    r"weakens|invites|hurts|pollutes|floods|wipes|silences)\b",
+    re.I,
+)
+
+
 def _clauses(sentence: str) -> list[str]:
     parts = [p.strip(" ,") for p in _CLAUSE.split(sentence)]
     return [p for p in parts if len(_WORD.findall(p.lower())) >= 2] or [sentence]
@@ -516,6 +557,13 @@ def read_skill(text: str, *, max_statements: int = 200) -> Reading:
             inherited = inherited or _negative(this_lead)
             body = body[label.end() :]
         body = body.replace("**", "").replace("__", "").strip()
+        dashed = _DASH_LABEL.match(body)
+        if dashed and not (_MISTAKE.search(dashed.group(1)) and _negative(dashed.group(1))):
+            dashed = None
+        if dashed:
+            # "Common mistake — proceeding without asking": a label that names a mistake
+            # before a dash heads its sentence (not "Don't worry — just pay")
+            body = body[dashed.end() :]
         if not is_bullet:
             # a paragraph closes the list above it; one ending in ':' opens the next
             lead, lead_negative = "", False
@@ -527,11 +575,19 @@ def read_skill(text: str, *, max_statements: int = 200) -> Reading:
                 lead_negative = (
                     _negative(sentences[-1]) or (inherited and len(sentences) == 1)
                 ) and not _EMPHATIC_LEAD.search(sentences[-1])
-        for sentence in _SENTENCE.split(body):
+        after_warning = False
+        for n, sentence in enumerate(_SENTENCE.split(body)):
+            warned, its_lead = inherited, this_lead
+            if dashed and n == 0:
+                warned, its_lead = True, dashed.group(1)
             for clause in _clauses(sentence.strip()):
                 if len(_WORD.findall(clause.lower())) < 2:
                     continue
-                statements.append(_polarity(clause, inherited, this_lead))
+                # "don't reach for `chmod -R 777`; that hides the real problem": the reason a
+                # warning gives is part of it
+                reason = after_warning and bool(_CONSEQUENCE.match(clause))
+                statements.append(_polarity(clause, warned or reason, its_lead))
+                after_warning = statements[-1].prohibited
                 if len(statements) >= max_statements:
                     return Reading(statements, code, plain)
     return Reading(statements, code, plain)
