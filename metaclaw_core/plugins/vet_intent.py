@@ -9,9 +9,10 @@ security, trusting instructions found in data, acting without consent, claiming 
 concealment, persistence — rather than being a benign rule.
 
 Settings in code blocks are read as statements too ("Set refusal policy to disabled.").
-Two categories are read against their opposite, which the classifier (it reads the topic)
+Some categories are read against their opposite, which the classifier (it reads the topic)
 confuses with them: a statement that tells the user wholly and truly counts half as
-concealment, one that puts a safeguard on half as acting unasked.
+concealment, one that puts a safeguard on half as acting unasked, one that denies that
+something outranks the user half as trust inversion, a rank claim or setting rules aside.
 
 The highest risk per category decides: at or above ``vetting.quarantine_score`` (or the
 category's own bar in ``vetting.quarantine_scores``) the skill is held for a person with the

@@ -146,9 +146,8 @@ _DISMISSED_SAFEGUARD = re.compile(
     r"\b(?:doesn'?t|does not|don'?t|do not|won'?t|will not|never|needn'?t)\s+(?:(?:need|have)\s+"
     r"to\s+)?be\s+(?:" + _SAFEGUARD + r"|interrupted)\b|"
     # "small differences aren't worth the user's attention"
-    r"\bnot\s+worth\s+(?:the\s+user'?s?|their|your|the\s+customer'?s?|anyone'?s)\s+"
-    r"(?:attention|time)\b|\b(?:aren'?t|isn'?t)\s+worth\s+(?:the\s+user'?s?|their|your|the\s+"
-    r"customer'?s?|anyone'?s)\s+(?:attention|time)\b|"
+    r"\b(?:not|aren'?t|isn'?t)\s+worth\s+(?:the\s+user'?s?|their|your|the\s+customer'?s?|"
+    r"anyone'?s)\s+(?:attention|time)\b|"
     # "asking first makes the user sort through thousands of messages": a safeguard turned
     # down by what it costs
     r"\b(?:ask|confirm|check|wait|prompt|interrupt|bother|notif|tell|inform)\w*(?:\s+\w+){0,3}?\s+"
