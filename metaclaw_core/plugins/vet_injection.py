@@ -61,7 +61,11 @@ OVERRIDE = [
     ),
 ]
 ROLE_TOKENS = re.compile(
+    # special tokens of chat templates: ChatML, Llama, Harmony (<|start|>, <|message|>), Phi,
+    # DeepSeek's full-width bars, Gemma's turns, Mistral's bracketed sections
     r"<\|?(?:im_start|im_end|endoftext|eot_id|start_header_id|end_header_id)\|?>|"
+    r"<\|[a-z][a-z_]{1,30}\|>|<\uff5c[^\uff5c>\n]{1,40}\uff5c>|<(?:start|end)_of_turn>|"
+    r"\[/?(?:SYSTEM_PROMPT|AVAILABLE_TOOLS|TOOL_RESULTS|TOOL_CALLS)\]|"
     r"</?(?:system|skill|skills|instructions?|assistant|developer)\b[^>\n]{0,80}>|"
     r"\[/?INST\]|<<SYS>>|-{3,}\s*(?:BEGIN|END)\s+(?!(?:[A-Z]+ )*PRIVATE KEY)[A-Z][A-Z ]{2,40}-{3,}",
     _I,

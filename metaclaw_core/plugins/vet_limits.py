@@ -4,9 +4,11 @@ The ``Skill`` model already refuses what could never be stored; this check adds 
 ``[vetting]``, proves the skill survives a SKILL.md round trip unchanged (so no description,
 category or body can smuggle extra front matter into an exported file), and rejects text that
 hides something: front matter or ``key: value`` header lines inside the body's prose,
-invisible or direction-changing characters, and look-alike letters (a Cyrillic or Greek letter
-inside a Latin word, full-width or mathematical letters). Malformed means rejected, never
-normalised into something admissible.
+invisible, control or direction-changing characters, variation selectors that draw nothing,
+look-alike letters (a confusable letter inside a Latin word, compatibility forms, a whole word
+of look-alikes), prose a rendered view hides (comments, hidden elements), and prose that poses
+as another part of the prompt (role headings and labels, section tags, chat messages).
+Malformed means rejected, never normalised into something admissible.
 """
 
 from __future__ import annotations
@@ -22,12 +24,23 @@ from metaclaw_core.skills.reading import split_code
 from metaclaw_core.skills.skillmd import dump_skill_md, parse_skill_md
 from metaclaw_core.skills.verdict import Finding
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+# C0 controls but tab and newline, DEL, and the C1 controls (NEL, U+0085, breaks a line for
+# some parsers and not for others)
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 MAX_CATEGORY_CHARS = 48
+# Every format character (Unicode category Cf: zero-width, direction, tag, shorthand-format
+# controls ...) and the letters that render as blank space (Hangul and Braille fillers,
+# combining grapheme joiner, Khmer and Mongolian invisible vowels and selectors)
 INVISIBLE = re.compile(
-    "[\u00ad\u180e\u200b-\u200f\u2028-\u202e\u2060-\u2064\u2066-\u2069\ufeff"
-    "\ufff9-\ufffb\U000e0000-\U000e007f]"
+    "[\u00ad\u034f\u061c\u0600-\u0605\u06dd\u070f\u0890\u0891\u08e2\u115f\u1160"
+    "\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u2028-\u202e\u2060-\u206f\u2800\u3164"
+    "\ufeff\uffa0\ufff9-\ufffb\U000110bd\U000110cd\U00013430-\U0001343f"
+    "\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0000-\U000e007f]"
 )
+# Variation selectors choose how the character before them is drawn (the emoji form of ⚠,
+# a CJK ideograph's variant): one, after a symbol, digit or ideograph, is typography; a run of
+# them, or one after a letter, carries bytes no reader sees.
+_SELECTOR = re.compile("[\ufe00-\ufe0f\U000e0100-\U000e01ef]")
 _FRONT_KEY = re.compile(
     r"^\s*(?:name|description|category|priority|role|metadata|version|tags|license|"
     r"source|status|system|instructions)\s*:",
@@ -59,11 +72,89 @@ def inline_settings(text: str) -> str | None:
 _WORDS = re.compile(r"[^\W\d_]+", re.UNICODE)
 
 
+# Scripts with letters drawn like Latin ones: mixed into a Latin word, they spell a word a
+# filter does not recognise and a reader does.
+_CONFUSABLE_SCRIPTS = frozenset(
+    [
+        "CYRILLIC",
+        "ARMENIAN",
+        "CHEROKEE",
+        "COPTIC",
+        "LISU",
+        "CANADIAN",
+        "TIFINAGH",
+        "NKO",
+        "GOTHIC",
+        "DESERET",
+        "OSAGE",
+        "VAI",
+        "BAMUM",
+        "OLD",
+    ]
+)
+# Greek letters drawn like Latin ones (Δ, λ, π in "Δt" or "λx" are mathematics, not disguise);
+# and the Cyrillic and Greek letters from which a whole "Latin" word can be spelled
+_GREEK_LATINISH = frozenset("οορυχνικΑΒΕΖΗΙΚΜΝΟΡΤΥΧ")
+_LATINISH = _GREEK_LATINISH | frozenset("аеорсухіјѕһԁԛԝӏАВЕКМНОРСТХУІЈЅ")
+
+
 def _script(ch: str) -> str:
     name = unicodedata.name(ch, "")
-    if name.startswith(("FULLWIDTH LATIN", "MATHEMATICAL")):
+    if name.startswith(("FULLWIDTH LATIN", "MATHEMATICAL", "LATIN LETTER SMALL CAPITAL")):
         return "lookalike"
+    plain = unicodedata.normalize("NFKC", ch)
+    if not ch.isascii() and plain.isascii() and plain.isalpha():
+        return "lookalike"  # a compatibility form of a Latin letter (ᵃ, ſ, the Kelvin sign K)
     return name.split(" ", 1)[0]  # LATIN, CYRILLIC, GREEK, ...
+
+
+def _selector_hides(text: str) -> str | None:
+    for m in _SELECTOR.finditer(text):
+        sel, i = m.group(0), m.start()
+        before = text[i - 1] if i else ""
+        after = text[m.end() : m.end() + 1]
+        if not before or _SELECTOR.match(before) or _SELECTOR.match(after):
+            return f"U+{ord(sel):04X}"
+        ideograph = unicodedata.name(before, "").startswith("CJK")
+        if sel in "\ufe0e\ufe0f":  # text or emoji form: after a symbol, a keycap's base, ℹ
+            shown = not before.isascii() or before in "0123456789#*"
+        elif sel < "\ufe0e":  # mathematical and CJK-compatibility variants
+            shown = ideograph or unicodedata.category(before) == "Sm"
+        else:  # ideographic variation sequences
+            shown = ideograph
+        if not shown or before.isspace():
+            return f"U+{ord(sel):04X}"
+    return None
+
+
+# letters drawn inside a circle, parentheses or a square ("ⓟⓐⓨ"), among or next to Latin ones
+_ENCLOSED = re.compile(
+    "(?:[A-Za-z]|[\u249c-\u24e9\U0001f130-\U0001f189])*[\u249c-\u24e9\U0001f130-\U0001f189]"
+    "(?:[A-Za-z]|[\u249c-\u24e9\U0001f130-\U0001f189])+|"
+    "[A-Za-z]+[\u249c-\u24e9\U0001f130-\U0001f189]"
+)
+
+
+def _lookalike_word(text: str) -> str | None:
+    """A word spelled with letters that imitate Latin ones, or None."""
+    enclosed = _ENCLOSED.search(text)
+    if enclosed:
+        return enclosed.group(0)
+    words: list[str] = _WORDS.findall(text)
+    letters = sum(len(w) for w in words)
+    latin = sum(1 for w in words for c in w if c.isascii())
+    for word in words:
+        scripts = {_script(c) for c in word}
+        if "lookalike" in scripts and len(word) > 1:
+            return word
+        if "LATIN" not in scripts:
+            # a whole word of look-alike letters in English prose ("рау" for "pay")
+            if len(word) > 1 and set(word) <= _LATINISH and latin >= 0.9 * (letters - len(word)):
+                return word
+            continue
+        if scripts & _CONFUSABLE_SCRIPTS or any(c in _GREEK_LATINISH for c in word):
+            return word
+    return None
 
 
 def hidden_text(label: str, text: str) -> str | None:
@@ -72,12 +163,12 @@ def hidden_text(label: str, text: str) -> str | None:
     if m:
         code = f"U+{ord(m.group(0)):04X}"
         return f"{label} contains an invisible or direction-changing character ({code})"
-    for word in _WORDS.findall(text):
-        scripts = {_script(c) for c in word}
-        if "lookalike" in scripts:
-            return f"{label} contains full-width or mathematical look-alike letters ({word!r})"
-        if "LATIN" in scripts and scripts & {"CYRILLIC", "GREEK"}:
-            return f"{label} mixes Latin with Cyrillic or Greek letters in one word ({word!r})"
+    selector = _selector_hides(text)
+    if selector:
+        return f"{label} carries variation selectors that draw nothing ({selector})"
+    word = _lookalike_word(text)
+    if word:
+        return f"{label} spells a word with look-alike letters ({word!r})"
     return None
 
 
@@ -92,6 +183,69 @@ def smuggled_header(body: str) -> str | None:
         if after and re.match(r"^\s*[\w-]+\s*:\s*\S", after[0]):
             return "the body opens a front-matter block ('---' then 'key: value')"
     return None
+
+
+# Text a rendered view does not show, so a person approving the skill never reads it while
+# the model does: HTML comments, markdown's "[//]: # (...)" comments (a reference definition
+# that points nowhere), elements marked hidden or styled away, and long link titles.
+_HIDDEN_MARKUP = re.compile(
+    r"<!--|"
+    r"^[ \t]*\[[^\]\n]*\]:[ \t]*(?:#|<>|//)?[ \t]*(?:\(|\"|'|$)|"
+    r"<[a-z][\w-]*\b[^>\n]*?(?:\shidden(?=[\s>=/])|style\s*=\s*[\"'][^\"'\n]*(?:display\s*:\s*none|"
+    r"visibility\s*:\s*hidden|font-size\s*:\s*0(?![.\d]*[1-9])|opacity\s*:\s*0(?![.\d]*[1-9])|"
+    r"color\s*:\s*(?:white|#fff(?:fff)?\b|transparent)))|"
+    r"\]\([^)\s]+\s+[\"'](?:[^\"'\n]*\s){7,}[^\"'\n]*[\"']\)",
+    re.I | re.M,
+)
+# A heading, a line label or a tag that speaks for a part of the prompt the skill is not: the
+# system, the operator, a chat turn, or the end of the skills block and the start of another
+_ROLE = (
+    r"(?:system|operator|administrator|admin|assistant|human|developer|user)"
+    r"(?:\s+(?:prompt|message|messages|instructions?|override|update|directive|notice|turn))?"
+)
+_ROLE_HEADING = re.compile(
+    r"^[ \t]*(?:#{1,6}[ \t]*|>[ \t]*)*(?:\*\*|__|\[)?[ \t]*" + _ROLE + r"[ \t]*"
+    r"(?:\*\*|__|\])?[ \t]*:?[ \t]*(?:\*\*|__)?[ \t]*#*[ \t]*$",
+    re.I | re.M,
+)
+_SETEXT = re.compile(r"^[ \t]*(" + _ROLE + r")[ \t]*:?[ \t]*\n[ \t]*(?:=+|-+)[ \t]*$", re.I | re.M)
+_ROLE_LABEL = re.compile(
+    r"^[ \t]*(?:>[ \t]*)*(?:\*\*|__)?(?:human|operator|administrator|admin|system)"
+    r"(?:\s+(?:prompt|message|instructions?|override|update|directive|notice|note))?"
+    r"(?:\*\*|__)?[ \t]*:(?:\*\*|__)?[ \t]*\S",
+    re.I | re.M,
+)
+_SECTION_TAG = re.compile(
+    r"</?[a-z][\w-]*(?:skills?|instructions?|prompt|system|rules|polic(?:y|ies)|memory|"
+    r"context|tool[_-]?results?|function[_-]?results|reminder)\s*(?:\s[^>\n]*)?>|"
+    r"\{\s*\"role\"\s*:\s*\"(?:system|developer|assistant|user|tool)\"",
+    re.I,
+)
+
+
+def hidden_markup(body: str) -> str | None:
+    """Prose a rendered view hides, or that poses as another part of the prompt; or None."""
+    prose, _ = split_code(body)
+    prose = re.sub(r"`[^`\n]*`", " ", prose)  # inline code is quoted, not said
+    m = _HIDDEN_MARKUP.search(prose)
+    if m:
+        return f"the body hides text from a rendered view ({m.group(0).strip()[:60]!r})"
+    m = _ROLE_HEADING.search(prose) or _SETEXT.search(prose) or _ROLE_LABEL.search(prose)
+    if m:
+        return f"the body speaks as another part of the prompt ({m.group(0).strip()[:60]!r})"
+    m = _SECTION_TAG.search(prose)
+    if m:
+        return f"the body opens or closes a section of the prompt ({m.group(0).strip()[:60]!r})"
+    return None
+
+
+# One setting in the description's line: a key that only configures ("priority: highest")
+_SETTING_PAIR = re.compile(
+    r"\b(?:priority|precedence|rank|scope|role|authority|trust|mode|apply|applies|level)"
+    r"\s*[:=]\s*[\"']?(?:highest|high|top|max(?:imum)?|first|override|global|all|always|"
+    r"every\w*|true|yes|on|0|1|system|admin|root|unrestricted|critical|mandatory)\b",
+    re.I,
+)
 
 
 def check_limits(skill: Skill, settings: Settings) -> str | None:
@@ -127,7 +281,10 @@ def check_limits(skill: Skill, settings: Settings) -> str | None:
     key = inline_settings(skill.description)
     if key:
         return f"the description carries settings ('{key}: ...'), not a description"
-    return smuggled_header(skill.body)
+    pair = _SETTING_PAIR.search(skill.description)
+    if pair:
+        return f"the description carries a setting ({pair.group(0)!r}), not a description"
+    return smuggled_header(skill.body) or hidden_markup(skill.body)
 
 
 def check_front_matter(skill: Skill) -> str | None:
