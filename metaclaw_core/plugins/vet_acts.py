@@ -34,6 +34,7 @@ import re
 from metaclaw_core.config import Settings
 from metaclaw_core.hookspecs import hookimpl
 from metaclaw_core.models import Skill
+from metaclaw_core.skills.encodings import hidden_sentence
 from metaclaw_core.skills.reading import Statement, read_skill
 from metaclaw_core.skills.verdict import Finding
 
@@ -446,6 +447,18 @@ def screen_acts(skill_text: str) -> list[Finding]:
             if (f.reason, f.sentence) not in seen:
                 seen.add((f.reason, f.sentence))
                 out.append(f)
+    hidden = hidden_sentence(skill_text)
+    if hidden:
+        how, decoded = hidden
+        out.append(
+            Finding(
+                "quarantine",
+                f"carries text in {how}, which the model reads and a reviewer does not",
+                "acts",
+                "structure",
+                decoded[:300],
+            )
+        )
     return out
 
 

@@ -175,7 +175,9 @@ _NEGATED_BEFORE = re.compile(
 _EXAMPLE_HOST = re.compile(r"(?:^|\.)(?:example\.(?:com|org|net)|example|test|invalid|localhost)$")
 # a statement that sends something to the address it names, or takes orders from it
 _SENDS = re.compile(
-    r"\b(?:send|sends|sent|post|posts|upload\w*|forward\w*|submit\w*|report\w* to|push\w* to|"
+    # "post" as a verb, not "blog posts" or "the forum post"
+    r"\b(?:send|sends|sent|(?<!blog )(?<!forum )(?<!the )(?<!a )(?<!this )(?<!that )"
+    r"(?<!job )(?<!social )posts?\b|upload\w*|forward\w*|submit\w*|report\w* to|push\w* to|"
     r"sync\w*|mirror\w*|share\w* with|copy\w* to|cc|bcc|e-?mail\w* (?:it|them|a copy|the)|"
     r"notify|ping|beacon|transmit\w*|exfiltrat\w*|attach\w*|pipe\w*)\b",
     _I,

@@ -29,11 +29,12 @@ from metaclaw_core.skills.verdict import Finding
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 MAX_CATEGORY_CHARS = 48
 # Every format character (Unicode category Cf: zero-width, direction, tag, shorthand-format
-# controls ...) and the letters that render as blank space (Hangul and Braille fillers,
+# controls ...; the zero-width joiner only where it joins two emoji) and the letters that render
+# as blank space (Hangul and Braille fillers,
 # combining grapheme joiner, Khmer and Mongolian invisible vowels and selectors)
 INVISIBLE = re.compile(
     "[\u00ad\u034f\u061c\u0600-\u0605\u06dd\u070f\u0890\u0891\u08e2\u115f\u1160"
-    "\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u2028-\u202e\u2060-\u206f\u2800\u3164"
+    "\u17b4\u17b5\u180b-\u180f\u200b\u200c\u200e\u200f\u2028-\u202e\u2060-\u206f\u2800\u3164"
     "\ufeff\uffa0\ufff9-\ufffb\U000110bd\U000110cd\U00013430-\U0001343f"
     "\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0000-\U000e007f]"
 )
@@ -55,8 +56,18 @@ _PAIR = re.compile(
 _SNAKE = re.compile(r"[a-z0-9]_[a-z0-9]|^[a-z]+[A-Z]")
 # a prose line that is a setting with a snake_case or camelCase key ("approval_mode: never")
 _SETTING_LINE = re.compile(
-    r"^\s*(?:[-*]\s+)?(?:[a-z][a-z0-9]*(?:_[a-z0-9]+)+|[a-z]+[A-Z][A-Za-z0-9]*)\s*:\s*\S", re.M
+    r"^\s*(?:[-*]\s+)?(?:[a-z][a-z0-9]*(?:_[a-z0-9]+)+|[a-z]+[A-Z][A-Za-z0-9]*)\s*[:=]\s*\S", re.M
 )
+# configuration written as prose: a TOML table ("[agent.permissions]" over "key = value") or a
+# JSON object on its own line
+_TOML_TABLE = re.compile(
+    r"^[ \t]*\[{1,2}[A-Za-z_][\w-]*(?:\.[\w-]+)*\]{1,2}[ \t]*\n(?:[ \t]*\n)*"
+    r"[ \t]*[\w.-]+[ \t]*=[ \t]*\S",
+    re.M,
+)
+_JSON_LINE = re.compile(r"^[ \t]*\{[ \t]*\"[\w.-]+\"[ \t]*:", re.M)
+# text pushed out of view: many empty lines, or a long run of spaces inside a line
+_PADDING = re.compile(r"\n(?:[ \t]*\n){6,}[ \t]*\S|^[^|\n]*\S[ \t]{40,}\S", re.M)
 
 
 def inline_settings(text: str) -> str | None:
@@ -163,6 +174,17 @@ def hidden_text(label: str, text: str) -> str | None:
     if m:
         code = f"U+{ord(m.group(0)):04X}"
         return f"{label} contains an invisible or direction-changing character ({code})"
+    for joiner in re.finditer("\u200d", text):  # joins emoji (👩‍💻), nothing else
+        i = joiner.start()
+        before, after = text[i - 1 : i], text[i + 1 : i + 2]
+        joins = (
+            before
+            and after
+            and (unicodedata.category(before) in {"So", "Sk"} or before == "\ufe0f")
+            and unicodedata.category(after) == "So"
+        )
+        if not joins:
+            return f"{label} contains an invisible or direction-changing character (U+200D)"
     selector = _selector_hides(text)
     if selector:
         return f"{label} carries variation selectors that draw nothing ({selector})"
@@ -182,6 +204,11 @@ def smuggled_header(body: str) -> str | None:
         after = prose[ruler.end() :].lstrip("\n").splitlines()[:1]
         if after and re.match(r"^\s*[\w-]+\s*:\s*\S", after[0]):
             return "the body opens a front-matter block ('---' then 'key: value')"
+    table = _TOML_TABLE.search(prose) or _JSON_LINE.search(prose)
+    if table:
+        return f"the body's prose carries configuration ({table.group(0).strip()[:40]!r})"
+    if _PADDING.search(split_code(body, placeholder="(code)\n")[0]):
+        return "the body pushes text out of view (many empty lines or a long run of spaces)"
     return None
 
 
@@ -200,17 +227,18 @@ _HIDDEN_MARKUP = re.compile(
 # A heading, a line label or a tag that speaks for a part of the prompt the skill is not: the
 # system, the operator, a chat turn, or the end of the skills block and the start of another
 _ROLE = (
-    r"(?:system|operator|administrator|admin|assistant|human|developer|user)"
-    r"(?:\s+(?:prompt|message|messages|instructions?|override|update|directive|notice|turn))?"
+    r"(?:(?:system|operator|administrator|admin|assistant|human)"
+    r"(?:\s+(?:prompt|message|messages|instructions?|override|update|directive|notice|turn))?|"
+    r"(?:developer|user)(?:\s+(?:prompt|turn))?)"
 )
 _ROLE_HEADING = re.compile(
-    r"^[ \t]*(?:#{1,6}[ \t]*|>[ \t]*)*(?:\*\*|__|\[)?[ \t]*" + _ROLE + r"[ \t]*"
+    r"^[ \t]*(?:#{1,6}[ \t]*)?(?:\*\*|__|\[)?[ \t]*" + _ROLE + r"[ \t]*"
     r"(?:\*\*|__|\])?[ \t]*:?[ \t]*(?:\*\*|__)?[ \t]*#*[ \t]*$",
     re.I | re.M,
 )
 _SETEXT = re.compile(r"^[ \t]*(" + _ROLE + r")[ \t]*:?[ \t]*\n[ \t]*(?:=+|-+)[ \t]*$", re.I | re.M)
 _ROLE_LABEL = re.compile(
-    r"^[ \t]*(?:>[ \t]*)*(?:\*\*|__)?(?:human|operator|administrator|admin|system)"
+    r"^[ \t]*(?:\*\*|__)?(?:human|operator|administrator|admin|system)"
     r"(?:\s+(?:prompt|message|instructions?|override|update|directive|notice|note))?"
     r"(?:\*\*|__)?[ \t]*:(?:\*\*|__)?[ \t]*\S",
     re.I | re.M,

@@ -302,13 +302,14 @@ class Reading:
     prose: str  # the text without fenced blocks and backticks
 
 
-def split_code(text: str) -> tuple[str, list[str]]:
-    """(text with fenced blocks removed, the code: blocks then inline spans)."""
+def split_code(text: str, placeholder: str = "\n") -> tuple[str, list[str]]:
+    """(text with each fenced block replaced by ``placeholder``, the code: blocks then inline
+    spans)."""
     code: list[str] = []
 
     def keep(m: re.Match[str]) -> str:
         code.append(m.group(2))
-        return "\n"
+        return placeholder
 
     prose = _FENCE.sub(keep, text)
     code += _INLINE.findall(prose)
