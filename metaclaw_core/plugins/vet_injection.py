@@ -36,7 +36,7 @@ import re
 from metaclaw_core.config import Settings
 from metaclaw_core.hookspecs import hookimpl
 from metaclaw_core.models import Skill
-from metaclaw_core.skills.reading import Statement, fenced_blocks, read_skill
+from metaclaw_core.skills.reading import Statement, fenced_blocks, read_skill, turned_down
 from metaclaw_core.skills.verdict import Finding
 
 _I = re.IGNORECASE | re.MULTILINE
@@ -431,7 +431,9 @@ _COMMENT_TO_MODEL = re.compile(
 )
 
 
-def _code_findings(code: str, warned: bool) -> list[Finding]:
+def _code_findings(code: str, warned: bool, prose: bool = False) -> list[Finding]:
+    """What a command in ``code`` does; in ``prose`` (a statement with its backticks gone), a
+    command its clause turns down or guards against is not ordered (``turned_down``)."""
     out: list[Finding] = []
     code = _TEMPLATE_COPY.sub(" ", code)
     spoken = _COMMENT_TO_MODEL.search(code)
@@ -464,6 +466,8 @@ def _code_findings(code: str, warned: bool) -> list[Finding]:
         )
     for pattern, what in RISKY_CODE:
         m = pattern.search(code)
+        if m and prose and turned_down(code, m.start(), m.end()):
+            m = None
         if m:
             out.append(
                 Finding(
@@ -679,7 +683,7 @@ def screen(skill_text: str, allowed_hosts: list[str]) -> list[Finding]:
     for block, warned in fenced_blocks(skill_text):
         out += _code_findings(block, warned)
     for st in reading.statements:  # prose and inline code (its backticks removed)
-        out += _code_findings(st.text, st.prohibited)
+        out += _code_findings(st.text, st.prohibited, prose=True)
     seen: set[tuple[str, str | None]] = set()
     unique = []
     for f in out:

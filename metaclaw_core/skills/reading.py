@@ -281,6 +281,68 @@ def keeps_rank(text: str) -> bool:
     return m is not None and not re.search(r"\b(?:user|you)\b", text[: m.start()], re.I)
 
 
+# What a statement does to the command it names, read in the command's own clause: turns it
+# down ("never fix SSH with chmod 777", "no verify=False", "--force-with-lease rather than
+# --force", "prefer packages over curl | sh"), or guards against it ("flag any policy granting
+# iam:*", "keep deny rules for rm -rf", "stops rm -rf "$d/" from becoming rm -rf /")
+# said right before the command: "never fix SSH with", "no", "rather than", "over"
+_TURNED_DOWN = re.compile(
+    r"\b(?:never|no|not|nor|don'?t|do not|avoid\w*|without|instead of|rather than|over)\b", re.I
+)
+# a guard whose object the command is: "flag any policy granting", "keep deny rules for"
+_GUARDS = re.compile(
+    r"\b(?:find|finds|found|flag\w*|catch\w*|detect\w*|deny|denies|block\w*|ban|bans|"
+    r"reject\w*|forbid\w*|disallow\w*|refus\w*)\b",
+    re.I,
+)
+_PREVENTED = re.compile(
+    r"\b(?:stops?|prevents?|guards?|keeps?)\b[^.;:]*\b(?:from|becoming|turning into)\b", re.I
+)
+_CAUGHT_AFTER = re.compile(
+    r"^\)?\s*(?:(?:is|are|gets?|will be)\s+(?:still\s+)?(?:caught|blocked|rejected|denied|"
+    r"flagged|refused)|(?:can'?t|cannot|won'?t)\s+(?:bypass|skip|get past|slip|sneak))\b",
+    re.I,
+)
+_CLAUSE_END = re.compile(r"[,;:.!?](?=\s|$)|[—–]")
+
+
+def _clause_before(text: str, at: int) -> list[str]:
+    before = text[:at]
+    opened = before.rfind("(")
+    if opened > before.rfind(")"):
+        before = before[:opened]  # a parenthesis lists examples of what its clause says
+    clauses = _CLAUSE_END.split(before)
+    words = clauses.pop().split()
+    if not words:
+        # the command opens its clause: an item of a list ("deny rules for rm -rf, git push
+        # --force, curl | sh"), read in the clause that opened the list
+        while clauses and len(clauses[-1].split()) <= 4:
+            clauses.pop()
+        words = clauses[-1].split() if clauses else []
+    return words
+
+
+def turned_down(text: str, start: int, end: int) -> bool:
+    """Whether the command at ``text[start:end]`` is what its clause turns down or guards
+    against, not what it orders. A negated guard permits it ("don't block curl | sh")."""
+    span = text[start:end].rstrip()
+    last = start + max(span.rfind(" ") + 1, 0)  # "--force-with-lease rather than --force"
+    for at in {start, last}:
+        words = _clause_before(text, at)
+        near, guard_zone = " ".join(words[-4:]), " ".join(words[-6:])
+        guard = _GUARDS.search(guard_zone)
+        if guard:
+            if not _TURNED_DOWN.search(guard_zone[: guard.start()]):
+                return True
+        elif _TURNED_DOWN.search(near):
+            return True
+    if _PREVENTED.search(text[:start]) and re.search(
+        r"\b(?:from|becoming|turning into)\s+$", text[:start], re.I
+    ):
+        return True
+    return bool(_CAUGHT_AFTER.match(text[end:].lstrip()))
+
+
 @dataclass(frozen=True)
 class Statement:
     """One instruction-sized piece of prose, with how it is meant."""
