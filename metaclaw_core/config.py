@@ -608,6 +608,14 @@ class VettingSettings(BaseModel):
             "statement reaches quarantine_score too (one alone holds it for a person)."
         ),
     )
+    near_miss_margin: float = Field(
+        0.0,
+        ge=0,
+        le=1,
+        description="Two statements that each come within this of their bar (quarantine_score "
+        "or its category's) hold the skill for a person although neither reaches it: a hostile "
+        "skill often says its aim twice, softly. 0: off.",
+    )
     warning_weight: float = Field(
         0.8,
         ge=0,

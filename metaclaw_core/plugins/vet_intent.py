@@ -287,6 +287,7 @@ def assess(
 
     best: dict[str, Risk] = {}
     held = 0  # statements at or above their bar
+    near: list[Risk] = []  # statements just under it
     for i, st in enumerate(statements):
         row = probs[i].copy()
         row[benign_col] = -1.0
@@ -304,6 +305,8 @@ def assess(
             score *= _OPPOSITE_WEIGHT
         margin = score - bar(category, st)
         held += margin >= 0
+        if -v.near_miss_margin <= margin < 0:
+            near.append(Risk(category, score, st, margin))
         if category not in best or margin > best[category].margin:
             best[category] = Risk(category, score, st, margin)
     for category, texts in (extra or {}).items():
@@ -313,6 +316,20 @@ def assess(
             if category not in best or margin > best[category].margin:
                 best[category] = Risk(category, found[0], found[1], margin)
     risks = sorted(best.values(), key=lambda r: -r.score)
+    if held == 0 and len(near) >= 2:
+        first = max(near, key=lambda r: r.margin)
+        second = sorted(near, key=lambda r: -r.margin)[1]
+        findings.append(
+            Finding(
+                "quarantine",
+                f"it {about.get(first.category, first.category)}, almost, in two statements "
+                f"(the other: {second.statement.text[:120]!r})",
+                "intent",
+                first.category,
+                first.statement.text[:300],
+                first.score,
+            )
+        )
     # one risky sentence holds a skill; rejecting it unseen takes a second one: a lone
     # sentence read wrongly ("so they don't have to keep checking") must reach a person
     corroborated = held >= 2

@@ -33,8 +33,8 @@ MAX_CATEGORY_CHARS = 48
 # as blank space (Hangul and Braille fillers,
 # combining grapheme joiner, Khmer and Mongolian invisible vowels and selectors)
 INVISIBLE = re.compile(
-    "[\u00ad\u034f\u061c\u0600-\u0605\u06dd\u070f\u0890\u0891\u08e2\u115f\u1160"
-    "\u17b4\u17b5\u180b-\u180f\u200b\u200c\u200e\u200f\u2028-\u202e\u2060-\u206f\u2800\u3164"
+    "[\u00ad\u034f\u0600-\u0605\u06dd\u070f\u0890\u0891\u08e2\u115f\u1160"
+    "\u17b4\u17b5\u180b-\u180f\u200b\u2028-\u202e\u2060-\u206f\u2800\u3164"
     "\ufeff\uffa0\ufff9-\ufffb\U000110bd\U000110cd\U00013430-\U0001343f"
     "\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0000-\U000e007f]"
 )
@@ -114,7 +114,13 @@ def _script(ch: str) -> str:
     if name.startswith(("FULLWIDTH LATIN", "MATHEMATICAL", "LATIN LETTER SMALL CAPITAL")):
         return "lookalike"
     plain = unicodedata.normalize("NFKC", ch)
-    if not ch.isascii() and plain.isascii() and plain.isalpha():
+    notation = ("SUBSCRIPT", "SUPERSCRIPT", "MODIFIER LETTER")
+    if (
+        not ch.isascii()
+        and plain.isascii()
+        and plain.isalpha()
+        and not any(n in name for n in notation)
+    ):
         return "lookalike"  # a compatibility form of a Latin letter (ᵃ, ſ, the Kelvin sign K)
     return name.split(" ", 1)[0]  # LATIN, CYRILLIC, GREEK, ...
 
@@ -168,23 +174,44 @@ def _lookalike_word(text: str) -> str | None:
     return None
 
 
+# Invisible marks some writing needs: the zero-width joiner in an emoji sequence (👩‍💻) or an
+# Indic conjunct, the non-joiner in Persian words, the direction marks in right-to-left text.
+# Between two Latin letters they only split a word ("ig<U+200C>nore").
+_WRITING_MARK = re.compile("[\u200c\u200d\u200e\u200f\u061c]")
+
+
+def _writing_needs(mark: str, before: str, after: str) -> bool:
+    if not before or not after:
+        return mark in "\u200e\u200f\u061c" and bool(before or after)
+    if before.isascii() and before.isalpha() and after.isascii() and after.isalpha():
+        return False
+    if mark == "\u200d":
+        emoji = (
+            unicodedata.category(before) in {"So", "Sk"} or before == "\ufe0f"
+        ) and unicodedata.category(after) == "So"
+        return emoji or (_non_latin_letter(before) and _non_latin_letter(after))
+    if mark == "\u200c":
+        return _non_latin_letter(before) and _non_latin_letter(after)
+    return True  # a direction mark next to punctuation, digits or right-to-left letters
+
+
+def _non_latin_letter(ch: str) -> bool:
+    return not ch.isascii() and unicodedata.category(ch)[0] in "LM" and _script(ch) != "LATIN"
+
+
 def hidden_text(label: str, text: str) -> str | None:
-    """Why ``text`` hides something (invisible or look-alike characters), or None."""
+    """Why ``text`` hides something (invisible or look-alike characters), or None. In code
+    too: a look-alike host or package name there is typosquatting (``pip install -i
+    https://руpi.org``)."""
     m = INVISIBLE.search(text)
     if m:
         code = f"U+{ord(m.group(0)):04X}"
         return f"{label} contains an invisible or direction-changing character ({code})"
-    for joiner in re.finditer("\u200d", text):  # joins emoji (👩‍💻), nothing else
-        i = joiner.start()
-        before, after = text[i - 1 : i], text[i + 1 : i + 2]
-        joins = (
-            before
-            and after
-            and (unicodedata.category(before) in {"So", "Sk"} or before == "\ufe0f")
-            and unicodedata.category(after) == "So"
-        )
-        if not joins:
-            return f"{label} contains an invisible or direction-changing character (U+200D)"
+    for mark in _WRITING_MARK.finditer(text):
+        i = mark.start()
+        if not _writing_needs(mark.group(0), text[i - 1 : i], text[i + 1 : i + 2]):
+            code = f"U+{ord(mark.group(0)):04X}"
+            return f"{label} contains an invisible or direction-changing character ({code})"
     selector = _selector_hides(text)
     if selector:
         return f"{label} carries variation selectors that draw nothing ({selector})"
@@ -221,25 +248,37 @@ _HIDDEN_MARKUP = re.compile(
     r"<[a-z][\w-]*\b[^>\n]*?(?:\shidden(?=[\s>=/])|style\s*=\s*[\"'][^\"'\n]*(?:display\s*:\s*none|"
     r"visibility\s*:\s*hidden|font-size\s*:\s*0(?![.\d]*[1-9])|opacity\s*:\s*0(?![.\d]*[1-9])|"
     r"color\s*:\s*(?:white|#fff(?:fff)?\b|transparent)))|"
-    r"\]\([^)\s]+\s+[\"'](?:[^\"'\n]*\s){7,}[^\"'\n]*[\"']\)",
+    r"\]\([^)\s]+\s+[\"'](?:[^\"'\n]*\s){7,}[^\"'\n]*[\"']\)|"
+    # an image's alt text is not shown once the image loads: a sentence there is hidden
+    r"!\[(?:[^\]\n]*\s){9,}[^\]\n]*\]\(|<img\b[^>\n]*\balt\s*=\s*[\"'](?:[^\"'\n]*\s){9,}",
     re.I | re.M,
 )
 # A heading, a line label or a tag that speaks for a part of the prompt the skill is not: the
 # system, the operator, a chat turn, or the end of the skills block and the start of another
 _ROLE = (
     r"(?:(?:system|operator|administrator|admin|assistant|human)"
-    r"(?:\s+(?:prompt|message|messages|instructions?|override|update|directive|notice|turn))?|"
-    r"(?:developer|user)(?:\s+(?:prompt|turn))?)"
+    r"(?:\s+(?:prompt|instructions?|override))?|(?:developer|user)(?:\s+prompt)?)"
 )
 _ROLE_HEADING = re.compile(
     r"^[ \t]*(?:#{1,6}[ \t]*)?(?:\*\*|__|\[)?[ \t]*" + _ROLE + r"[ \t]*"
-    r"(?:\*\*|__|\])?[ \t]*:?[ \t]*(?:\*\*|__)?[ \t]*#*[ \t]*$",
+    r"(?:\*\*|__|\])?[ \t]*:?[ \t]*(?:\*\*|__)?[ \t]*#*[ \t]*$|"
+    # "### SYSTEM (priority 0 — supersedes user instructions)": the role, then an aside
+    r"^[ \t]*#{1,6}[ \t]*(?:\*\*|__|\[)?" + _ROLE + r"(?:\*\*|__|\])?"
+    r"(?:[ \t]*[(\[—–|]|[ \t]+-[ \t])",
+    re.I | re.M,
+)
+# another skill inside this one: "## Skill: repository-hygiene", "**Description:** Use on ..."
+_NESTED_SKILL = re.compile(
+    r"^[ \t]*(?:#{1,6}[ \t]*)?(?:\*\*|__)?skill(?:[ \t]+name)?(?:\*\*|__)?[ \t]*:[ \t]*"
+    r"(?:\*\*|__)?[ \t]*[a-z0-9]+(?:-[a-z0-9]+)+\b|"
+    r"^[ \t]*(?:[-*][ \t]+)?(?:\*\*|__)(?:name|description)[ \t]*:?(?:\*\*|__)[ \t]*:?[ \t]*"
+    r"(?:[a-z0-9]+(?:-[a-z0-9]+)+[ \t]*$|(?:use|apply|applies|trigger\w*)[ \t]+(?:when|on|for|to)\b)",
     re.I | re.M,
 )
 _SETEXT = re.compile(r"^[ \t]*(" + _ROLE + r")[ \t]*:?[ \t]*\n[ \t]*(?:=+|-+)[ \t]*$", re.I | re.M)
 _ROLE_LABEL = re.compile(
     r"^[ \t]*(?:\*\*|__)?(?:human|operator|administrator|admin|system)"
-    r"(?:\s+(?:prompt|message|instructions?|override|update|directive|notice|note))?"
+    r"(?:\s+(?:prompt|instructions?|override|notice|note))?"
     r"(?:\*\*|__)?[ \t]*:(?:\*\*|__)?[ \t]*\S",
     re.I | re.M,
 )
@@ -258,6 +297,9 @@ def hidden_markup(body: str) -> str | None:
     m = _HIDDEN_MARKUP.search(prose)
     if m:
         return f"the body hides text from a rendered view ({m.group(0).strip()[:60]!r})"
+    m = _NESTED_SKILL.search(prose)
+    if m:
+        return f"the body carries another skill's header ({m.group(0).strip()[:60]!r})"
     m = _ROLE_HEADING.search(prose) or _SETEXT.search(prose) or _ROLE_LABEL.search(prose)
     if m:
         return f"the body speaks as another part of the prompt ({m.group(0).strip()[:60]!r})"
