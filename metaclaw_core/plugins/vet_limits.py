@@ -272,7 +272,8 @@ _NESTED_SKILL = re.compile(
     r"^[ \t]*(?:#{1,6}[ \t]*)?(?:\*\*|__)?skill(?:[ \t]+name)?(?:\*\*|__)?[ \t]*:[ \t]*"
     r"(?:\*\*|__)?[ \t]*[a-z0-9]+(?:-[a-z0-9]+)+\b|"
     r"^[ \t]*(?:[-*][ \t]+)?(?:\*\*|__)(?:name|description)[ \t]*:?(?:\*\*|__)[ \t]*:?[ \t]*"
-    r"(?:[a-z0-9]+(?:-[a-z0-9]+)+[ \t]*$|(?:use|apply|applies|trigger\w*)[ \t]+(?:when|on|for|to)\b)",
+    r"(?:[a-z0-9]+(?:-[a-z0-9]+)+[ \t]*$|"
+    r"(?:use|apply|applies|trigger\w*)[ \t]+(?:when|on|for|to)\b)",
     re.I | re.M,
 )
 _SETEXT = re.compile(r"^[ \t]*(" + _ROLE + r")[ \t]*:?[ \t]*\n[ \t]*(?:=+|-+)[ \t]*$", re.I | re.M)
