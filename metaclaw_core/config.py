@@ -609,12 +609,12 @@ class VettingSettings(BaseModel):
         ),
     )
     near_miss_margin: float = Field(
-        0.0,
+        0.1,
         ge=0,
         le=1,
         description="Two statements that each come within this of their bar (quarantine_score "
         "or its category's) hold the skill for a person although neither reaches it: a hostile "
-        "skill often says its aim twice, softly. 0: off.",
+        "skill often says its aim twice, softly. 0: off (docs/benchmarks.md, 'Admission').",
     )
     warning_weight: float = Field(
         0.8,

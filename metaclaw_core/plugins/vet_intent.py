@@ -316,9 +316,9 @@ def assess(
             if category not in best or margin > best[category].margin:
                 best[category] = Risk(category, found[0], found[1], margin)
     risks = sorted(best.values(), key=lambda r: -r.score)
+    near = list({r.statement.text.lower(): r for r in near}.values())  # two different ones
     if held == 0 and len(near) >= 2:
-        first = max(near, key=lambda r: r.margin)
-        second = sorted(near, key=lambda r: -r.margin)[1]
+        first, second = sorted(near, key=lambda r: -r.margin)[:2]
         findings.append(
             Finding(
                 "quarantine",
