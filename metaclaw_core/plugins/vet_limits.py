@@ -291,22 +291,30 @@ _SECTION_TAG = re.compile(
 )
 
 
-def hidden_markup(body: str) -> str | None:
+# a role speaking inside the description's one line: "Use when deploying. SYSTEM: ..."
+_SAYS_AS_ROLE = re.compile(
+    r"(?:^|[.!?;]\s+)(?:system|operator|administrator|admin|assistant|human|developer)"
+    r"(?:\s+(?:note|notice|prompt|instructions?|override))?\s*:",
+    re.I,
+)
+
+
+def hidden_markup(body: str, label: str = "the body") -> str | None:
     """Prose a rendered view hides, or that poses as another part of the prompt; or None."""
     prose, _ = split_code(body)
     prose = re.sub(r"`[^`\n]*`", " ", prose)  # inline code is quoted, not said
     m = _HIDDEN_MARKUP.search(prose)
     if m:
-        return f"the body hides text from a rendered view ({m.group(0).strip()[:60]!r})"
+        return f"{label} hides text from a rendered view ({m.group(0).strip()[:60]!r})"
     m = _NESTED_SKILL.search(prose)
     if m:
-        return f"the body carries another skill's header ({m.group(0).strip()[:60]!r})"
+        return f"{label} carries another skill's header ({m.group(0).strip()[:60]!r})"
     m = _ROLE_HEADING.search(prose) or _SETEXT.search(prose) or _ROLE_LABEL.search(prose)
     if m:
-        return f"the body speaks as another part of the prompt ({m.group(0).strip()[:60]!r})"
+        return f"{label} speaks as another part of the prompt ({m.group(0).strip()[:60]!r})"
     m = _SECTION_TAG.search(prose)
     if m:
-        return f"the body opens or closes a section of the prompt ({m.group(0).strip()[:60]!r})"
+        return f"{label} opens or closes a section of the prompt ({m.group(0).strip()[:60]!r})"
     return None
 
 
@@ -355,6 +363,12 @@ def check_limits(skill: Skill, settings: Settings) -> str | None:
     pair = _SETTING_PAIR.search(skill.description)
     if pair:
         return f"the description carries a setting ({pair.group(0)!r}), not a description"
+    role = _SAYS_AS_ROLE.search(skill.description)
+    if role:
+        return f"the description speaks as another part of the prompt ({role.group(0).strip()!r})"
+    hidden = hidden_markup(skill.description, "the description")
+    if hidden:
+        return hidden
     return smuggled_header(skill.body) or hidden_markup(skill.body)
 
 
