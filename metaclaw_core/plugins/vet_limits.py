@@ -29,9 +29,9 @@ from metaclaw_core.skills.verdict import Finding
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 MAX_CATEGORY_CHARS = 48
 # Every format character (Unicode category Cf: zero-width, direction, tag, shorthand-format
-# controls ...; the zero-width joiner only where it joins two emoji) and the letters that render
-# as blank space (Hangul and Braille fillers,
-# combining grapheme joiner, Khmer and Mongolian invisible vowels and selectors)
+# controls ...) but the marks some writing needs (_WRITING_MARK, below), and the letters that
+# render as blank space (Hangul and Braille fillers, the combining grapheme joiner, Khmer and
+# Mongolian invisible vowels and selectors)
 INVISIBLE = re.compile(
     "[\u00ad\u034f\u0600-\u0605\u06dd\u070f\u0890\u0891\u08e2\u115f\u1160"
     "\u17b4\u17b5\u180b-\u180f\u200b\u2028-\u202e\u2060-\u206f\u2800\u3164"

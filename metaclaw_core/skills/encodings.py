@@ -161,9 +161,9 @@ def hidden_sentence(text: str) -> tuple[str, str] | None:
         if len(line.strip()) < 12:
             continue
         for how, decoded in _payloads(line):
-            words = len(_WORD.findall(decoded))
-            if (english_share(decoded)[1] >= 6 and _reads(decoded) >= _READS) or (
-                words >= 3 and _COMMAND.search(decoded)
+            share, words = english_share(decoded)
+            if (words >= 6 and share >= _READS) or (
+                len(_WORD.findall(decoded)) >= 3 and _COMMAND.search(decoded)
             ):
                 return how, decoded.strip()
         for segment in {line, *_SEGMENT.split(line)}:
