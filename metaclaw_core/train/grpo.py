@@ -165,6 +165,8 @@ class GrpoTrainer:
         self.step_count = 0
         self._last_checkpoint_step = 0
         self._last_publish_step = -1
+        self._checkpoint_due = False
+        self._publish_due = False
         self._started = False
         self._lock = threading.Lock()
         # Prompts whose samples nothing could score, by generation: kept in the buffer (a
@@ -299,13 +301,23 @@ class GrpoTrainer:
             self.step_count += 1
             report.step = self.step_count
             report.status = "trained"
-            if self.step_count % s.checkpoint_every == 0:
-                report.checkpoint = self._checkpoint(report.mean_reward)
-            if self.policy is not None and self.step_count % s.publish_every == 0:
-                report.published = self._publish(report.mean_reward)
         else:
             report.status = "no-signal"
+        # The optimizer step has consumed these prompts: record that before saving or
+        # publishing, which can fail (a failure there must not train on them twice).
         self.buffer.mark_consumed(batch, step=self.step_count, backend=self.backend.name)
+        if data:
+            # a checkpoint or a publish that failed is tried again after the next step
+            if self._checkpoint_due or self.step_count % s.checkpoint_every == 0:
+                self._checkpoint_due = True
+                report.checkpoint = self._checkpoint(report.mean_reward)
+                self._checkpoint_due = False
+            if self.policy is not None and (
+                self._publish_due or self.step_count % s.publish_every == 0
+            ):
+                self._publish_due = True
+                report.published = self._publish(report.mean_reward)
+                self._publish_due = False
         report.seconds = time.perf_counter() - started
         log.info(
             "metaclaw: GRPO step %d %s: %d prompts, %d/%d groups kept, mean reward %s (%.1fs)",

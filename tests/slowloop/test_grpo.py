@@ -190,6 +190,38 @@ def test_a_step_publishes_new_weights_to_the_policy(make_engine: Any, settings: 
     assert published == ["sampler-base", "sampler-000001"]
 
 
+def test_a_failed_publish_does_not_train_on_the_prompts_twice_and_is_tried_again(
+    make_engine: Any, settings: Any
+) -> None:
+    class FlakyPublish(FakeBackend):
+        fails = 1
+
+        def publish(self, name: str) -> Any:
+            if self.fails and name != "sampler-base":
+                self.fails -= 1
+                raise RuntimeError("sampler service unavailable")
+            return super().publish(name)
+
+    engine = make_engine(settings)
+    capture_calls(engine, ["a", "b"])
+    backend = FlakyPublish()
+    policy = PolicyServer()
+    trainer = _trainer(engine, backend, policy=policy)
+    trainer.resume()
+    with pytest.raises(RuntimeError, match="unavailable"):
+        trainer.step()
+    # the optimizer step happened: its prompts are consumed, not left to be trained on again
+    assert trainer.step_count == 1
+    assert trainer.buffer.sizes().query == 0 and trainer.buffer.sizes().consumed == 2
+    assert policy.current().label == "sampler-base"
+    capture_calls(engine, ["c", "d"])
+    report = trainer.step()
+    assert report.status == "trained" and report.step == 2
+    assert report.published == "fake://sampler-000002"
+    assert policy.current().label == "sampler-000002"
+    assert len(backend.batches) == 2  # each prompt trained on once
+
+
 def test_samples_of_an_old_generation_are_not_trained_on(make_engine: Any, settings: Any) -> None:
     engine = make_engine(settings)
     capture_calls(engine, ["a", "b"])
