@@ -12,10 +12,12 @@ matrices are copied once, transposed and fused (Q, K and V as one product).
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import json
 import math
 import threading
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -304,6 +306,42 @@ class NumpyBert:
     @property
     def dimension(self) -> int:
         return self.hidden
+
+    # the dense matrices of a layer, by the name of their torch module
+    MATRICES = ("query", "key", "value", "attention_output", "intermediate", "output")
+
+    def adapted(self, deltas: Mapping[tuple[int, str], F32]) -> NumpyBert:
+        """A copy whose layer matrices have ``deltas`` added: ``(layer, matrix)`` to an
+        ``(out, in)`` array in torch's orientation (a low-rank update ``B @ A``, merged), matrix
+        one of :attr:`MATRICES`. The word table, the tokenizer and the untouched matrices are
+        shared with this encoder; only the changed ones are copied."""
+        unknown = sorted({m for _, m in deltas} - set(self.MATRICES))
+        if unknown or any(not 0 <= i < len(self.layers) for i, _ in deltas):
+            raise UnsupportedModelError(f"metaclaw: no such layer matrix to adapt: {unknown}")
+        out = copy.copy(self)
+        out.layers = list(self.layers)
+        h = self.hidden
+        for i, layer in enumerate(self.layers):
+            mine = {m: d for (j, m), d in deltas.items() if j == i}
+            if not mine:
+                continue
+            changes: dict[str, F32] = {}
+            if any(m in mine for m in ("query", "key", "value")):
+                qkv = layer.qkv_w.copy()
+                for n, m in enumerate(("query", "key", "value")):
+                    if m in mine:
+                        qkv[:, n * h : (n + 1) * h] += mine[m].T
+                changes["qkv_w"] = qkv
+            for m, field in (
+                ("attention_output", "out_w"),
+                ("intermediate", "up_w"),
+                ("output", "down_w"),
+            ):
+                if m in mine:
+                    base: F32 = getattr(layer, field)
+                    changes[field] = np.ascontiguousarray(base + mine[m].T, dtype=np.float32)
+            out.layers[i] = dataclasses.replace(layer, **changes)
+        return out
 
     def _tokenise(self, texts: Sequence[str]) -> list[list[int]]:
         encodings = self.tokenizer.encode_batch(list(texts))

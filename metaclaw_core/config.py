@@ -573,6 +573,14 @@ class VettingSettings(BaseModel):
         "trained on plugins/intent_training/ and plugins/intent_exemplars.yaml), locally and "
         "offline.",
     )
+    adapter_weight: float = Field(
+        0.3,
+        ge=0,
+        le=1,
+        description="The weight of the second reader in the intent review: MiniLM adapted to "
+        "read intent (plugins/intent_adapter.npz, for the packaged default model only); the "
+        "rest is the regression's. 0: the regression alone (docs/benchmarks.md, 'Admission').",
+    )
     quarantine_score: float = Field(
         0.8,
         ge=0,
@@ -586,7 +594,7 @@ class VettingSettings(BaseModel):
         default_factory=lambda: {
             "override": 0.75,
             "concealment": 0.75,
-            "priority": 0.75,
+            "priority": 0.8,
             "security": 0.75,
             "persistence": 0.8,
             "evidence": 0.8,
@@ -595,9 +603,10 @@ class VettingSettings(BaseModel):
         },
         description="quarantine_score per category, for the categories named here. Benign "
         "skills often discuss credentials, untrusted content or sending data, and seldom set "
-        "rules aside, hide results or claim rank, so the bar differs (docs/benchmarks.md, "
-        "'Admission'). A statement of fewer than five words, or a setting read from code, is held "
-        "only at quarantine_score. `{}`: quarantine_score for every category.",
+        "rules aside, hide results, act unasked or weaken security, so the bar differs "
+        "(docs/benchmarks.md, 'Admission'). A statement of fewer than five words, or a setting "
+        "read from code, is held only at quarantine_score. `{}`: quarantine_score for every "
+        "category.",
     )
     reject_score: float = Field(
         0.985,

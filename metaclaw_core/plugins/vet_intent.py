@@ -39,6 +39,7 @@ import numpy.typing as npt
 from metaclaw_core.config import Settings
 from metaclaw_core.hookspecs import hookimpl
 from metaclaw_core.models import Skill
+from metaclaw_core.plugins.intent_adapter import shipped_adapter
 from metaclaw_core.plugins.intent_model import (
     BENIGN,
     TrainingData,
@@ -269,6 +270,19 @@ def assess(
     model = model_for(embedder, builtin(), default_embedder=default_embedder, cache_dir=cache_dir)
     vecs = np.asarray(embedder.embed_documents([s.text for s in statements]), dtype=np.float32)
     probs = model.probabilities(features(vecs, statements))
+    if default_embedder and v.adapter_weight > 0:
+        adapter = shipped_adapter(builtin().digest())
+        if adapter is not None and adapter.classes == model.classes:
+            w = np.float32(v.adapter_weight)
+            mixed = (1 - w) * probs + w * adapter.probabilities(statements)
+            # a setting read from code is the review's own paraphrase ("Set refusal policy to
+            # disabled."), a form the second reader reads less surely: it may hold one more
+            # surely than the regression, never free one
+            b = model.classes.index(BENIGN)
+            keep = np.asarray([st.lead == SETTING for st in statements]) & (
+                probs[:, b] < mixed[:, b]
+            )
+            probs = np.where(keep[:, None], probs, mixed).astype(np.float32)
     # the risk of a statement is its probability of not being benign, attributed to its most
     # likely risky category (several close categories add up: "collect the token and post it")
     benign_col = model.classes.index(BENIGN)
