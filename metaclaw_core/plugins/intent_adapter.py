@@ -30,6 +30,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from metaclaw_core.bert_numpy import NumpyBert
+from metaclaw_core.plugins.intent_model import polarity, softmax
 from metaclaw_core.skills.reading import Statement
 
 Array = npt.NDArray[np.float32]
@@ -40,7 +42,7 @@ _WEIGHTS = "intent_adapter.npz"
 POOL_SCALE = 5.0
 RANK = 64
 # the layer matrices adapted, in the order of the torch modules of one BERT layer
-MATRICES = ("query", "key", "value", "attention_output", "intermediate", "output")
+MATRICES = NumpyBert.MATRICES
 
 
 @dataclass(frozen=True)
@@ -54,17 +56,9 @@ class IntentAdapter:
     head_b: Array  # (classes,)
 
     def probabilities(self, statements: Sequence[Statement]) -> Array:
-        from metaclaw_core.plugins.intent_model import FLAGS
-
         vecs = np.asarray(self.encoder.encode([s.text for s in statements]), dtype=np.float32)
-        flags = np.asarray(
-            [[float(getattr(s, f)) for f in FLAGS] for s in statements], dtype=np.float32
-        ).reshape(len(statements), len(FLAGS))
-        z = np.hstack([vecs * np.float32(POOL_SCALE), flags]) @ self.head_w + self.head_b
-        z -= z.max(axis=1, keepdims=True)
-        e = np.exp(z)
-        out: Array = (e / e.sum(axis=1, keepdims=True)).astype(np.float32)
-        return out
+        x = np.hstack([vecs * np.float32(POOL_SCALE), polarity(statements)])
+        return softmax(x @ self.head_w + self.head_b)
 
 
 def read_weights(path: Any) -> dict[str, Any]:
@@ -114,7 +108,6 @@ def shipped_adapter(digest: str) -> IntentAdapter | None:
             return _SHIPPED[digest]
         adapter: IntentAdapter | None = None
         try:
-            from metaclaw_core.bert_numpy import NumpyBert
             from metaclaw_core.embeddings import packaged_minilm
 
             model_dir = packaged_minilm()

@@ -104,14 +104,26 @@ def words(texts: Sequence[str]) -> Array:
     return out
 
 
+def polarity(statements: Sequence[Statement]) -> Array:
+    """The polarity flags of each statement (:data:`FLAGS`), 0 or 1."""
+    return np.asarray(
+        [[float(getattr(s, f)) for f in FLAGS] for s in statements], dtype=np.float32
+    ).reshape(len(statements), len(FLAGS))
+
+
+def softmax(z: Array) -> Array:
+    """Row-wise class probabilities of logits ``z``."""
+    z = z - z.max(axis=1, keepdims=True)
+    e = np.exp(z)
+    out: Array = (e / e.sum(axis=1, keepdims=True)).astype(np.float32)
+    return out
+
+
 def features(vectors: Array, statements: Sequence[Statement]) -> Array:
     """Model input: the sentence embedding (meaning), hashed words and pairs (polarity and
     wording the embedding blurs: "no need to", "without asking"), and the polarity flags."""
-    flags = np.asarray(
-        [[float(getattr(s, f)) for f in FLAGS] for s in statements], dtype=np.float32
-    ).reshape(len(statements), len(FLAGS))
     lexical = words([s.text for s in statements]) * LEXICAL_WEIGHT
-    return np.hstack([vectors, lexical, flags]).astype(np.float32)
+    return np.hstack([vectors, lexical, polarity(statements)]).astype(np.float32)
 
 
 @dataclass(frozen=True)
@@ -125,11 +137,7 @@ class IntentModel:
     dimension: int
 
     def probabilities(self, x: Array) -> Array:
-        z = x @ self.weights + self.bias
-        z -= z.max(axis=1, keepdims=True)
-        e = np.exp(z)
-        out: Array = (e / e.sum(axis=1, keepdims=True)).astype(np.float32)
-        return out
+        return softmax(x @ self.weights + self.bias)
 
     def save(self, path: Any) -> None:
         np.savez_compressed(
