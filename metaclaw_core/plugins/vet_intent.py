@@ -228,7 +228,8 @@ def assess(
     default_embedder: bool = True,
     cache_dir: Path | None = None,
 ) -> tuple[list[Risk], list[Finding]]:
-    """Risk per category of ``skill`` (best first), and the findings they add up to.
+    """Risk per category of ``skill`` (best first), and the findings they add up to. A
+    statement the second reader could not carry to its bar is scored by the regression alone.
 
     ``extra``: exemplars plugins add, by category. ``default_embedder``: the engine runs the
     default model, so the shipped weights apply (else a model is trained for this one and
@@ -274,11 +275,21 @@ def assess(
         adapter = shipped_adapter(builtin().digest())
         if adapter is not None and adapter.classes == model.classes:
             w = np.float32(v.adapter_weight)
-            mixed = (1 - w) * probs + w * adapter.probabilities(statements)
+            b = model.classes.index(BENIGN)
+            # The second reader is a second pass of the encoder, so it reads only what it
+            # could carry to a bar: a statement whose mixed risk would stay under the lowest
+            # bar less the near-miss margin even if the second reader gave it risk 1 is
+            # neither held nor near whatever that reader says, and keeps the regression's
+            # reading (the same verdicts; most statements of most skills are such).
+            lowest = min([v.quarantine_score, *v.quarantine_scores.values()]) - v.near_miss_margin
+            reread = np.flatnonzero((1 - w) * (1 - probs[:, b]) + w >= lowest)
+            mixed = probs.copy()
+            if reread.size:
+                again = adapter.probabilities([statements[i] for i in reread])
+                mixed[reread] = (1 - w) * probs[reread] + w * again
             # a setting read from code is the review's own paraphrase ("Set refusal policy to
             # disabled."), a form the second reader reads less surely: it may hold one more
             # surely than the regression, never free one
-            b = model.classes.index(BENIGN)
             keep = np.asarray([st.lead == SETTING for st in statements]) & (
                 probs[:, b] < mixed[:, b]
             )
