@@ -574,7 +574,7 @@ class VettingSettings(BaseModel):
         "offline.",
     )
     adapter_weight: float = Field(
-        0.3,
+        0.7,
         ge=0,
         le=1,
         description="The weight of the second reader in the intent review: MiniLM adapted to "
@@ -582,7 +582,7 @@ class VettingSettings(BaseModel):
         "rest is the regression's. 0: the regression alone (docs/benchmarks.md, 'Admission').",
     )
     quarantine_score: float = Field(
-        0.8,
+        0.87,
         ge=0,
         le=1,
         description="A statement whose risk (the intent classifier's probability that it asks "
@@ -592,14 +592,14 @@ class VettingSettings(BaseModel):
     )
     quarantine_scores: dict[str, Annotated[float, Field(ge=0, le=1)]] = Field(
         default_factory=lambda: {
-            "override": 0.75,
-            "concealment": 0.75,
-            "priority": 0.8,
-            "security": 0.75,
-            "persistence": 0.8,
-            "evidence": 0.8,
-            "unconsented": 0.75,
-            "credentials": 0.85,
+            "override": 0.82,
+            "concealment": 0.82,
+            "priority": 0.87,
+            "security": 0.82,
+            "persistence": 0.87,
+            "evidence": 0.87,
+            "unconsented": 0.82,
+            "credentials": 0.92,
         },
         description="quarantine_score per category, for the categories named here. Benign "
         "skills often discuss credentials, untrusted content or sending data, and seldom set "

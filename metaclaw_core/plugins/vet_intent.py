@@ -39,7 +39,7 @@ import numpy.typing as npt
 from metaclaw_core.config import Settings
 from metaclaw_core.hookspecs import hookimpl
 from metaclaw_core.models import Skill
-from metaclaw_core.plugins.intent_adapter import shipped_adapter
+from metaclaw_core.plugins.intent_adapter import IntentAdapter, shipped_adapter
 from metaclaw_core.plugins.intent_model import (
     BENIGN,
     TrainingData,
@@ -219,6 +219,62 @@ def _unreadable(text: str) -> str | None:
     return None
 
 
+def _read(
+    statements: list[Statement],
+    embedder: Embedder,
+    model: Any,
+    v: Any,
+    adapter: IntentAdapter | None,
+    *,
+    every_vector: bool,
+) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.float32] | None]:
+    """The class probabilities of each statement, and the embedder's vectors (of every
+    statement when ``every_vector``, else perhaps None).
+
+    With a second reader (``adapter``), ``vetting.adapter_weight`` of its probabilities and the
+    rest the regression's. Each reader is a MiniLM forward pass, so the heavier one reads every
+    statement and the other only those it could carry to a bar: a statement whose mixed risk
+    would stay under the lowest bar less the near-miss margin even if the other reader gave it
+    risk 1 is neither held nor near whatever that reader says, and keeps the first reading (the
+    same verdicts; most statements of most skills are such). A setting read from code is the
+    review's own paraphrase ("Set refusal policy to disabled."), a form the second reader
+    reads less surely: the regression reads every one, and the second reader may hold one more
+    surely than the regression, never free one.
+    """
+    texts = [s.text for s in statements]
+
+    def regression(rows: Sequence[int]) -> tuple[npt.NDArray[np.float32], npt.NDArray[Any]]:
+        vecs = np.asarray(embedder.embed_documents([texts[i] for i in rows]), dtype=np.float32)
+        return vecs, model.probabilities(features(vecs, [statements[i] for i in rows]))
+
+    everyone = list(range(len(statements)))
+    if adapter is None:
+        vecs, probs = regression(everyone)
+        return probs.astype(np.float32), vecs
+    w = float(v.adapter_weight)
+    b = model.classes.index(BENIGN)
+    lowest = min([v.quarantine_score, *v.quarantine_scores.values()]) - v.near_miss_margin
+    setting = np.asarray([st.lead == SETTING for st in statements])
+    first: npt.NDArray[Any]
+    second: npt.NDArray[Any]
+    full: npt.NDArray[np.float32] | None = None
+    if w < 0.5 or every_vector:  # the regression reads all, the second reader what matters
+        full, first = regression(everyone)
+        again = np.flatnonzero((1 - w) * (1 - first[:, b]) + w >= lowest)
+        second = first.copy()  # a statement it does not read: as if it agreed
+        if again.size:
+            second[again] = adapter.probabilities([statements[i] for i in again])
+    else:  # the second reader reads all, the regression what matters and every setting
+        second = adapter.probabilities(statements)
+        again = np.flatnonzero((w * (1 - second[:, b]) + (1 - w) >= lowest) | setting)
+        first = second.copy()
+        if again.size:
+            first[again] = regression(list(again))[1]
+    mixed = (1 - w) * first + w * second
+    keep = setting & (first[:, b] < mixed[:, b])
+    return np.where(keep[:, None], first, mixed).astype(np.float32), full
+
+
 def assess(
     skill: Skill,
     embedder: Embedder,
@@ -229,7 +285,7 @@ def assess(
     cache_dir: Path | None = None,
 ) -> tuple[list[Risk], list[Finding]]:
     """Risk per category of ``skill`` (best first), and the findings they add up to. A
-    statement the second reader could not carry to its bar is scored by the regression alone.
+    statement that only one reader read (:func:`_read`) is scored by that reader alone.
 
     ``extra``: exemplars plugins add, by category. ``default_embedder``: the engine runs the
     default model, so the shipped weights apply (else a model is trained for this one and
@@ -269,31 +325,15 @@ def assess(
     if not statements:
         return [], findings
     model = model_for(embedder, builtin(), default_embedder=default_embedder, cache_dir=cache_dir)
-    vecs = np.asarray(embedder.embed_documents([s.text for s in statements]), dtype=np.float32)
-    probs = model.probabilities(features(vecs, statements))
-    if default_embedder and v.adapter_weight > 0:
-        adapter = shipped_adapter(builtin().digest())
-        if adapter is not None and adapter.classes == model.classes:
-            w = np.float32(v.adapter_weight)
-            b = model.classes.index(BENIGN)
-            # The second reader is a second pass of the encoder, so it reads only what it
-            # could carry to a bar: a statement whose mixed risk would stay under the lowest
-            # bar less the near-miss margin even if the second reader gave it risk 1 is
-            # neither held nor near whatever that reader says, and keeps the regression's
-            # reading (the same verdicts; most statements of most skills are such).
-            lowest = min([v.quarantine_score, *v.quarantine_scores.values()]) - v.near_miss_margin
-            reread = np.flatnonzero((1 - w) * (1 - probs[:, b]) + w >= lowest)
-            mixed = probs.copy()
-            if reread.size:
-                again = adapter.probabilities([statements[i] for i in reread])
-                mixed[reread] = (1 - w) * probs[reread] + w * again
-            # a setting read from code is the review's own paraphrase ("Set refusal policy to
-            # disabled."), a form the second reader reads less surely: it may hold one more
-            # surely than the regression, never free one
-            keep = np.asarray([st.lead == SETTING for st in statements]) & (
-                probs[:, b] < mixed[:, b]
-            )
-            probs = np.where(keep[:, None], probs, mixed).astype(np.float32)
+    adapter = shipped_adapter(builtin().digest()) if default_embedder and v.adapter_weight else None
+    probs, vecs = _read(
+        statements,
+        embedder,
+        model,
+        v,
+        adapter if adapter is not None and adapter.classes == model.classes else None,
+        every_vector=bool(extra),
+    )
     # the risk of a statement is its probability of not being benign, attributed to its most
     # likely risky category (several close categories add up: "collect the token and post it")
     benign_col = model.classes.index(BENIGN)
@@ -335,6 +375,7 @@ def assess(
         if category not in best or margin > best[category].margin:
             best[category] = Risk(category, score, st, margin)
     for category, texts in (extra or {}).items():
+        assert vecs is not None  # every_vector: the regression's input for every statement
         found = _similar(embedder, vecs, statements, texts, v.exemplar_similarity)
         if found is not None:
             margin = found[0] - v.exemplar_similarity

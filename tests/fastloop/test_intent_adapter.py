@@ -116,12 +116,28 @@ def test_the_review_mixes_both_readers_by_adapter_weight(make_engine: Any, setti
     assert min(alone, adapted) - 1e-6 <= mixed <= max(alone, adapted) + 1e-6
 
 
-def test_the_second_reader_reads_only_what_it_could_carry_to_a_bar(
-    make_engine: Any, settings: Any
+class _Recording:
+    """The engine's embedder, noting the texts it embeds."""
+
+    def __init__(self, embedder: Any) -> None:
+        self.embedder, self.texts = embedder, []  # type: ignore[var-annotated]
+
+    def embed_documents(self, texts: Any) -> Any:
+        self.texts.extend(texts)
+        return self.embedder.embed_documents(texts)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.embedder, name)
+
+
+@pytest.mark.parametrize("weight", [0.3, 0.7])
+def test_each_reader_reads_all_or_only_what_it_could_carry_to_a_bar(
+    make_engine: Any, settings: Any, weight: float
 ) -> None:
-    """A second encoder pass costs as much as the first: statements the regression scores so
-    low that no reading of the second could hold or nearly hold them are not read twice, and a
-    statement that is read twice gets exactly the weighted mix."""
+    """Each reader is a MiniLM forward pass: the heavier reads every statement, the lighter
+    only those whose mixed risk could reach the near-miss band whatever it says; a statement
+    both read gets exactly the weighted mix, a setting read from code is always read by the
+    regression."""
     engine = make_engine(settings)
     adapter = intent_adapter.shipped_adapter(vet_intent.builtin().digest())
     assert adapter is not None
@@ -130,9 +146,11 @@ def test_the_second_reader_reads_only_what_it_could_carry_to_a_bar(
     skill = Skill(
         name="portal-logins",
         description="Use when signing in to the vendor portal.",
-        body=f"{harmless}\n\n{risky}",
+        body=f"{harmless}\n\n{risky}\n\n```yaml\nrefusal_policy: disabled\n```",
         source="evolver",
     )
+    own = engine.settings.model_copy(deep=True)
+    own.vetting.adapter_weight = weight
     seen: list[str] = []
     encode = adapter.encoder.encode
 
@@ -140,20 +158,25 @@ def test_the_second_reader_reads_only_what_it_could_carry_to_a_bar(
         seen.extend(texts)
         return encode(texts, *args, **kwargs)
 
+    recording = _Recording(engine.embedder)
     object.__setattr__(adapter.encoder, "encode", spy)
     try:
-        risks, _ = vet_intent.assess(skill, engine.embedder, engine.settings)
+        risks, _ = vet_intent.assess(skill, recording, own)
     finally:
         del adapter.encoder.encode
-    assert risky in seen and harmless not in seen, seen
+    setting = next(t for t in recording.texts if "refusal" in t.lower())
+    if weight < 0.5:  # the regression reads all, the second reader only the risky one
+        assert harmless in recording.texts and risky in seen and harmless not in seen, seen
+    else:  # the second reader reads all, the regression the risky one and the setting
+        assert harmless in seen and risky in recording.texts, recording.texts
+        assert harmless not in recording.texts and setting, recording.texts
     # the risky statement's score is the mix of both readers, by adapter_weight
-    alone = engine.settings.model_copy(deep=True)
+    alone = own.model_copy(deep=True)
     alone.vetting.adapter_weight = 0.0
     first = {r.statement.text: r.score for r in vet_intent.assess(skill, engine.embedder, alone)[0]}
     st = next(r.statement for r in risks if r.statement.text == risky)
     b = adapter.classes.index(BENIGN)
-    w = engine.settings.vetting.adapter_weight
-    expected = (1 - w) * first[risky] + w * (1 - float(adapter.probabilities([st])[0, b]))
+    expected = (1 - weight) * first[risky] + weight * (1 - float(adapter.probabilities([st])[0, b]))
     assert next(r.score for r in risks if r.statement.text == risky) == pytest.approx(
         expected, abs=1e-5
     )
