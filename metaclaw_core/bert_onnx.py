@@ -165,12 +165,30 @@ def build_cached(model_dir: Path, cache_dir: Path | None) -> str | bytes:
     return graph
 
 
+def _built(bert: NumpyBert) -> bytes:
+    try:
+        import onnx  # noqa: F401  (only the build needs it)
+    except ImportError:
+        raise EmbedderError(
+            "metaclaw: the onnx backend builds its graph with the onnx package; "
+            "pip install 'metaclaw-core[onnx]'"
+        ) from None
+    return build_graph(bert)
+
+
 class OnnxBert:
     """``encode(texts)`` like :class:`NumpyBert`, run by an ONNX Runtime session."""
 
     def __init__(
-        self, model_dir: str | Path, *, threads: int = 1, cache_dir: Path | None = None
+        self,
+        model_dir: str | Path,
+        *,
+        threads: int = 1,
+        cache_dir: Path | None = None,
+        bert: NumpyBert | None = None,
     ) -> None:
+        """``bert``: run this numpy encoder of ``model_dir`` (its matrices, adapted or not),
+        its graph built in memory, instead of the model directory's own weights."""
         try:
             import onnxruntime as ort
         except ImportError:
@@ -183,7 +201,7 @@ class OnnxBert:
         config, max_len, self.normalise = check_model_dir(self.model_dir)
         self.hidden = int(config["hidden_size"])
         self.tokenizer = load_tokenizer(self.model_dir, max_len)
-        graph = build_cached(self.model_dir, cache_dir)
+        graph = build_cached(self.model_dir, cache_dir) if bert is None else _built(bert)
         options = ort.SessionOptions()
         options.intra_op_num_threads = max(1, int(threads))
         options.inter_op_num_threads = 1

@@ -20,6 +20,8 @@ transformers, a maintainer's command, ≈ 10 min on 2 cores) has trained them ag
 
 from __future__ import annotations
 
+import dataclasses
+import logging
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -96,16 +98,20 @@ def build(weights: dict[str, Any], base_encoder: Any) -> IntentAdapter:
 
 
 _LOCK = threading.Lock()
-_SHIPPED: dict[str, IntentAdapter | None] = {}
+_LOG = logging.getLogger(__name__)
+_SHIPPED: dict[tuple[str, str], IntentAdapter | None] = {}
 
 
-def shipped_adapter(digest: str) -> IntentAdapter | None:
+def shipped_adapter(digest: str, backend: str = "numpy") -> IntentAdapter | None:
     """The shipped adapter on the packaged MiniLM, built once per process; None when the
     weights or the model are not installed, or the weights were trained on other data
-    (``digest``: the review's training data)."""
+    (``digest``: the review's training data). ``backend`` ``"onnx"`` (the embedder's setting):
+    the adapted encoder runs on ONNX Runtime, its graph built in memory from the merged
+    matrices (the same vectors; the numpy encoder where the ``onnx`` extra is missing)."""
     with _LOCK:
-        if digest in _SHIPPED:
-            return _SHIPPED[digest]
+        key = (digest, "onnx" if backend == "onnx" else "numpy")
+        if key in _SHIPPED:
+            return _SHIPPED[key]
         adapter: IntentAdapter | None = None
         try:
             from metaclaw_core.embeddings import packaged_minilm
@@ -117,7 +123,15 @@ def shipped_adapter(digest: str) -> IntentAdapter | None:
                 adapter = build(weights, NumpyBert(model_dir))
         except (FileNotFoundError, OSError, KeyError, ValueError, ImportError):
             adapter = None  # the regression alone
-        _SHIPPED[digest] = adapter
+        if adapter is not None and key[1] == "onnx":
+            try:
+                from metaclaw_core.bert_onnx import OnnxBert
+
+                fast = OnnxBert(adapter.encoder.model_dir, bert=adapter.encoder)
+                adapter = dataclasses.replace(adapter, encoder=fast)
+            except Exception as exc:  # the numpy encoder computes the same vectors
+                _LOG.warning("metaclaw: the second reader runs in numpy: %s", exc)
+        _SHIPPED[key] = adapter
         return adapter
 
 

@@ -325,7 +325,11 @@ def assess(
     if not statements:
         return [], findings
     model = model_for(embedder, builtin(), default_embedder=default_embedder, cache_dir=cache_dir)
-    adapter = shipped_adapter(builtin().digest()) if default_embedder and v.adapter_weight else None
+    adapter = (
+        shipped_adapter(builtin().digest(), settings.embedding.backend)
+        if default_embedder and v.adapter_weight
+        else None
+    )
     probs, vecs = _read(
         statements,
         embedder,
