@@ -102,14 +102,15 @@ _LOG = logging.getLogger(__name__)
 _SHIPPED: dict[tuple[str, str], IntentAdapter | None] = {}
 
 
-def shipped_adapter(digest: str, backend: str = "numpy") -> IntentAdapter | None:
+def shipped_adapter(digest: str, backend: str = "numpy", threads: int = 1) -> IntentAdapter | None:
     """The shipped adapter on the packaged MiniLM, built once per process; None when the
     weights or the model are not installed, or the weights were trained on other data
     (``digest``: the review's training data). ``backend`` ``"onnx"`` (the embedder's setting):
-    the adapted encoder runs on ONNX Runtime, its graph built in memory from the merged
-    matrices (the same vectors; the numpy encoder where the ``onnx`` extra is missing)."""
+    the adapted encoder runs on ONNX Runtime with ``threads`` threads, its graph built in
+    memory from the merged matrices (the same vectors; the numpy encoder where the ``onnx``
+    extra is missing)."""
     with _LOCK:
-        key = (digest, "onnx" if backend == "onnx" else "numpy")
+        key = (digest, f"onnx/{max(1, threads)}" if backend == "onnx" else "numpy")
         if key in _SHIPPED:
             return _SHIPPED[key]
         adapter: IntentAdapter | None = None
@@ -123,11 +124,11 @@ def shipped_adapter(digest: str, backend: str = "numpy") -> IntentAdapter | None
                 adapter = build(weights, NumpyBert(model_dir))
         except (FileNotFoundError, OSError, KeyError, ValueError, ImportError):
             adapter = None  # the regression alone
-        if adapter is not None and key[1] == "onnx":
+        if adapter is not None and key[1] != "numpy":
             try:
                 from metaclaw_core.bert_onnx import OnnxBert
 
-                fast = OnnxBert(adapter.encoder.model_dir, bert=adapter.encoder)
+                fast = OnnxBert(adapter.encoder.model_dir, bert=adapter.encoder, threads=threads)
                 adapter = dataclasses.replace(adapter, encoder=fast)
             except Exception as exc:  # the numpy encoder computes the same vectors
                 _LOG.warning("metaclaw: the second reader runs in numpy: %s", exc)

@@ -326,7 +326,9 @@ def assess(
         return [], findings
     model = model_for(embedder, builtin(), default_embedder=default_embedder, cache_dir=cache_dir)
     adapter = (
-        shipped_adapter(builtin().digest(), settings.embedding.backend)
+        shipped_adapter(
+            builtin().digest(), settings.embedding.backend, settings.embedding.onnx_threads
+        )
         if default_embedder and v.adapter_weight
         else None
     )
