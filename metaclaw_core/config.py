@@ -92,7 +92,9 @@ class EmbeddingSettings(BaseModel):
         1,
         ge=1,
         description="ONNX Runtime threads per query for the onnx backend (one keeps a busy "
-        "machine's tail short: two threads wait for each other when a core is taken).",
+        "machine's tail short: two threads wait for each other when a core is taken), and for "
+        "the admission review's second reader, which runs on ONNX Runtime with this backend "
+        "(two: a review in about 25 ms on two cores, docs/benchmarks.md).",
     )
     device: str = Field(
         "cpu", description="torch device for the sentence-transformers backend (cpu, cuda, mps)."
