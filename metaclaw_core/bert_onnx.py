@@ -143,12 +143,8 @@ def cached_graph_path(cache_dir: Path, model_dir: Path) -> Path:
     return cache_dir / "onnx" / f"bert-{hashlib.sha256(key).hexdigest()[:16]}.onnx"
 
 
-def build_cached(model_dir: Path, cache_dir: Path | None) -> str | bytes:
-    """The graph for ``model_dir``: the cached file's path if built before, else built now
-    (needs the ``onnx`` package) and, with a ``cache_dir``, written there atomically."""
-    path = cached_graph_path(cache_dir, model_dir) if cache_dir is not None else None
-    if path is not None and path.is_file():
-        return str(path)
+def _require_onnx() -> None:
+    """Raise a clear error where the ``onnx`` package, which builds graphs, is missing."""
     try:
         import onnx  # noqa: F401  (only the build needs it)
     except ImportError:
@@ -156,6 +152,15 @@ def build_cached(model_dir: Path, cache_dir: Path | None) -> str | bytes:
             "metaclaw: embedding.backend 'onnx' builds its graph with the onnx package; "
             "pip install 'metaclaw-core[onnx]'"
         ) from None
+
+
+def build_cached(model_dir: Path, cache_dir: Path | None) -> str | bytes:
+    """The graph for ``model_dir``: the cached file's path if built before, else built now
+    (needs the ``onnx`` package) and, with a ``cache_dir``, written there atomically."""
+    path = cached_graph_path(cache_dir, model_dir) if cache_dir is not None else None
+    if path is not None and path.is_file():
+        return str(path)
+    _require_onnx()
     graph = build_graph(NumpyBert(model_dir))
     if path is not None:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -163,17 +168,6 @@ def build_cached(model_dir: Path, cache_dir: Path | None) -> str | bytes:
         tmp.write_bytes(graph)
         os.replace(tmp, path)
     return graph
-
-
-def _built(bert: NumpyBert) -> bytes:
-    try:
-        import onnx  # noqa: F401  (only the build needs it)
-    except ImportError:
-        raise EmbedderError(
-            "metaclaw: the onnx backend builds its graph with the onnx package; "
-            "pip install 'metaclaw-core[onnx]'"
-        ) from None
-    return build_graph(bert)
 
 
 class OnnxBert:
@@ -201,7 +195,11 @@ class OnnxBert:
         config, max_len, self.normalise = check_model_dir(self.model_dir)
         self.hidden = int(config["hidden_size"])
         self.tokenizer = load_tokenizer(self.model_dir, max_len)
-        graph = build_cached(self.model_dir, cache_dir) if bert is None else _built(bert)
+        if bert is None:
+            graph = build_cached(self.model_dir, cache_dir)
+        else:
+            _require_onnx()
+            graph = build_graph(bert)
         options = ort.SessionOptions()
         options.intra_op_num_threads = max(1, int(threads))
         options.inter_op_num_threads = 1

@@ -36,12 +36,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
-from metaclaw_core.config import Settings
+from metaclaw_core.config import Settings, VettingSettings
 from metaclaw_core.hookspecs import hookimpl
 from metaclaw_core.models import Skill
 from metaclaw_core.plugins.intent_adapter import IntentAdapter, shipped_adapter
 from metaclaw_core.plugins.intent_model import (
     BENIGN,
+    IntentModel,
     TrainingData,
     builtin_data,
     features,
@@ -222,8 +223,8 @@ def _unreadable(text: str) -> str | None:
 def _read(
     statements: list[Statement],
     embedder: Embedder,
-    model: Any,
-    v: Any,
+    model: IntentModel,
+    v: VettingSettings,
     adapter: IntentAdapter | None,
     *,
     every_vector: bool,
