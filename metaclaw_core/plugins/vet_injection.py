@@ -45,8 +45,10 @@ OVERRIDE = [
     re.compile(
         r"\b(?:ignore|disregard|forget|override|bypass|circumvent)\b[^.\n]{0,40}?"
         r"\b(?:previous|prior|above|earlier|preceding|all|any|your|the|system|developer|safety)"
-        r"\b[^.\n]{0,30}?\b(?:instructions?|rules?|prompts?|guidelines?|polic(?:y|ies)|"
-        r"guardrails?|restrictions?|filters?|messages?|constraints?)\b",
+        # not "ignore the note as an instruction": that refuses to take it as one
+        r"\b[^.\n]{0,30}?(?<!\bas )(?<!\bas an )(?<!\bas a )\b(?:instructions?|rules?|"
+        r"prompts?|guidelines?|polic(?:y|ies)|guardrails?|restrictions?|filters?|messages?|"
+        r"constraints?)\b",
         _I,
     ),
     re.compile(r"\byou are now\b|\bfrom now on,? you (?:are|will|must)\b", _I),
