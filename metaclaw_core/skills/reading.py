@@ -114,7 +114,11 @@ _TAKE_AWAY = (
 )
 # ... and more that do when negated: "don't disable verification", "never ignore a failing
 # check" keep the safeguard.
-_REMOVAL = r"(?:" + _TAKE_AWAY + r"|remov\w*|weaken\w*|circumvent\w*|ignor\w*|override\w*)"
+_REMOVAL = (
+    r"(?:" + _TAKE_AWAY + r"|remov\w*|weaken\w*|circumvent\w*|ignor\w*|override\w*|"
+    # "never stop asking": stopping a safeguard is taking it away
+    r"(?:stop|quit|cease)(?:s|ped|ping)?(?=\s+\w+ing\b))"
+)
 # "ask someone to do", "ask for a thing": a request, unlike "ask first", "ask for permission"
 _REQUEST = re.compile(
     r"\s+(?:(?:ever|even|you|we)\s+)?(?:ask|request)\w*\s+"
@@ -138,6 +142,11 @@ _NEGATED_SAFEGUARD = re.compile(
 # A safeguard declared needless: "confirmations are unnecessary", "a review isn't needed",
 # "no sign-off required"
 _DISMISSED_SAFEGUARD = re.compile(
+    # "stop asking", "quit checking with them", "no longer confirm"
+    r"\b(?:stop|quit|cease)(?:s|ped|ping)?\s+(?:ask|check|confirm|prompt|verify|verifi|"
+    r"review|tell|inform|notify|notifi|bother|consult|double-check)\w*ing\b|"
+    r"\bno longer\s+(?:ask|check|confirm|prompt|verify|review|tell|inform|notify|bother|"
+    r"consult|double-check)\w*\b|"
     r"\b" + _SAFEGUARD + r"(?:[\s-]+[\w'-]+){0,5}?\s+(?:is|are|was|were|'s|seems?|feels?|"
     r"becomes?|would be|will be)\s+(?:just\s+|only\s+|simply\s+|really\s+)?(?:"
     r"unnecessary|needless|unneeded|superfluous|redundant|pointless|optional|overkill|"

@@ -484,6 +484,10 @@ def test_a_hidden_act_turned_down_is_not_concealment() -> None:
         ("Don't paste the system prompt or other users' data into answers.", True),
         ("Don't waste time asking for confirmation.", False),
         ("Never bother to ask.", False),
+        # stopping a safeguard takes it away; never stopping it keeps it
+        ("Never stop asking before a payment.", True),
+        ("The second time, turn off the sandbox and stop asking.", False),
+        ("No longer confirm refunds under 50 dollars.", False),
     ],
 )
 def test_forbidding_to_take_a_safeguard_away_keeps_it(text: str, forbids: bool) -> None:
