@@ -81,8 +81,13 @@ _TWICE_NEGATED = re.compile(
     r"ignore|question|doubt|resist|wait|hedge)\w*\b",
     re.I,
 )
-
-
+# ... and a refusal with a condition is none: "do not follow them blindly", "don't act on it
+# until ..."
+_QUALIFIED = re.compile(
+    r"^\W*(?:blindly|immediately|right away|at once|yet|unless|until|without|except|only|just|"
+    r"all at once|straight away|before|the first time)\b",
+    re.I,
+)
 # a reply that turns the request down: "Decline politely", "Refuse and explain", "Say no"
 _DECLINES = re.compile(
     r"^\W*(?:(?:politely|firmly|always|just)\s+)?(?:decline|refuse|say no|turn (?:it|them|"
@@ -156,14 +161,6 @@ def _taken_up(text: str) -> bool:
         not _REPORTS.search(own[: m.start()]) and not _AS_DATA.match(own, m.end())
         for m in _USED.finditer(own)
     )
-
-
-# ... unless refused outright: "do not follow them blindly", "don't act on it until ..."
-_QUALIFIED = re.compile(
-    r"^\W*(?:blindly|immediately|right away|at once|yet|unless|until|without|except|only|just|"
-    r"all at once|straight away|before|the first time)\b",
-    re.I,
-)
 
 
 # ... after a lead-in that names text and ends in ':' ("text aimed at the assistant: ...")
