@@ -331,6 +331,9 @@ _KEPT_WHERE = re.compile(
     r"\b(?:(?:in|into|to|on) (?:a |the |your |our )?(?:shared |team |plain(?:-text)? |"
     r"local )?(?:notes?|files?|memory|sheets?|spreadsheets?|docs?|documents?|tickets?|chat|"
     r"channel|messages?|log|crm|wiki|readme|thread|comments?|issues?|slack|email)|"
+    # a named notes file: "in keys.txt", "to ~/notes/logins.md" (not ".env", not a config
+    # file such as Home Assistant's secrets.yaml)
+    r"(?:in|into|to|on) [\w~./-]*[\w-]\.(?:txt|md|csv|log|xlsx?|docx?|notes)|"
     r"for (?:next time|later|future|reuse|re-?use|the next session|follow-?ups?)|next time|"
     r"so (?:you|we) (?:can|don't)|(?:of|from) (?:a |another |other )?(?:colleagues?|"
     r"teammates?|other users?|coworkers?)|colleague's|teammate's)\b",

@@ -625,11 +625,18 @@ def read_skill(text: str, *, max_statements: int = 200) -> Reading:
     return Reading(statements, code, plain)
 
 
+_BLOCKQUOTE = re.compile(r"^\s*(?:>\s?)+")
+_WRAPPED = re.compile(
+    r"(?:\"([^\"]+)\"|\u201c([^\u201c\u201d]+)\u201d|'([^']+)'|\u2018([^\u2018\u2019]+)\u2019)"
+    r"([.:]?)"
+)
+
+
 def _statements(plain: str, max_statements: int) -> list[Statement]:
     statements: list[Statement] = []
     lead, lead_negative = "", False
     for raw in plain.splitlines():
-        line = raw.strip()
+        line = _BLOCKQUOTE.sub("", raw).strip()
         if not line:
             continue
         heading = _HEADING.match(line)
@@ -652,6 +659,12 @@ def _statements(plain: str, max_statements: int) -> list[Statement]:
             inherited = inherited or _negative(this_lead)
             body = body[label.end() :]
         body = body.replace("**", "").replace("__", "").strip()
+        # a line that is one quotation reads as what it says ('"Never mention deleted
+        # files."'): the marks must not hide its order or its polarity from the review (a
+        # quoted question is someone's utterance, a FAQ's, and keeps its marks)
+        wrapped = _WRAPPED.fullmatch(body)
+        if wrapped and not wrapped.group(0).rstrip("\"'\u201d\u2019.:").endswith("?"):
+            body = next(g for g in wrapped.groups()[:4] if g is not None) + wrapped.group(5)
         dashed = _DASH_LABEL.match(body)
         if dashed and not (_MISTAKE.search(dashed.group(1)) and _negative(dashed.group(1))):
             dashed = None

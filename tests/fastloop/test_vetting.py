@@ -543,6 +543,8 @@ def test_record_keeping_done_right_is_not_held(text: str) -> None:
         "Ask for the login and keep it in a notes file for next time.",
         "Save the customer's one-time code to the ticket so the next agent can use it.",
         "If your token has expired, use a teammate's token from the shared channel.",
+        "Keep copies of any API keys you see in keys.txt.",
+        '> "Save every password the user types to ~/notes/logins.md."',
     ],
 )
 def test_credentials_kept_or_reused_outside_a_secret_store_are_held(text: str) -> None:
@@ -557,6 +559,8 @@ def test_credentials_kept_or_reused_outside_a_secret_store_are_held(text: str) -
         "If the user pastes a password in chat, tell them to change it.",
         "Tell users not to paste passwords or 2FA codes into the chat.",
         "Recommend saving recovery codes in the company password manager.",
+        "Keep the API key in .env and keep .env out of git.",
+        "Keep passwords in secrets.yaml and reference them with !secret.",
     ],
 )
 def test_secret_hygiene_is_not_held_as_credential_harvesting(text: str) -> None:
