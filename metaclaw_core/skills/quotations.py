@@ -88,6 +88,7 @@ _QUALIFIED = re.compile(
     r"all at once|straight away|before|the first time)\b",
     re.I,
 )
+_OBJECT = re.compile(r"^\s*(?:it|them|that|this|these|those)\b")  # "follow *them* blindly"
 # a reply that turns the request down: "Decline politely", "Refuse and explain", "Say no"
 _DECLINES = re.compile(
     r"^\W*(?:(?:politely|firmly|always|just)\s+)?(?:decline|refuse|say no|turn (?:it|them|"
@@ -106,9 +107,7 @@ def _compliance(text: str) -> tuple[bool, bool]:
         negated = _REFUSED_BEFORE.search(own[: m.start()])
         if negated is None or _TWICE_NEGATED.search(negated.group(1)):
             orders = True
-        elif not _QUALIFIED.match(
-            re.sub(r"^\s*(?:it|them|that|this|these|those)\b", "", own[m.end() :])
-        ):
+        elif not _QUALIFIED.match(_OBJECT.sub("", own[m.end() :], count=1)):
             refuses = True
     return orders, refuses
 
